@@ -1,0 +1,89 @@
+//! The ONE route table. Every path the toolkit uses against the backend lives
+//! here and nowhere else: the clients fill these templates, the reference
+//! backend mounts them (axum uses the same `{param}` syntax). Adapting to the
+//! production backend's paths is a change to this file alone.
+//!
+//! Which of these are production facts and which are this project's
+//! assumptions is recorded in `docs/backend-contract.md`.
+
+/// Log in with email + fixed one-time code → JWT (production fact: path assumed).
+pub const LOGIN: &str = "/v1/auth/login";
+/// The logged-in user.
+pub const ME: &str = "/v1/me";
+/// Conversations the caller is a member of.
+pub const CONVERSATIONS: &str = "/v1/conversations";
+/// Members of one conversation.
+pub const CONVERSATION_MEMBERS: &str = "/v1/conversations/{id}/members";
+/// Messages of one conversation: GET newest first (`?limit=&before=`), POST to send.
+pub const CONVERSATION_MESSAGES: &str = "/v1/conversations/{id}/messages";
+/// An image message (base64 body) in one conversation.
+pub const CONVERSATION_IMAGES: &str = "/v1/conversations/{id}/images";
+/// The WebSocket endpoint (auth by `Authorization: Bearer <jwt>` on upgrade).
+pub const WS: &str = "/v1/ws";
+/// Heartbeat (production fact) → `next_beat_sec`.
+pub const HEARTBEAT: &str = "/v1/workrooms/heartbeat";
+/// Who is present (computed on read from heartbeats).
+pub const PRESENCE: &str = "/v1/workrooms/presence";
+/// Token usage report (production fact).
+pub const USAGE: &str = "/v1/workrooms/usage";
+/// Work cards: GET list (`?assignee=me&status=`), POST create.
+pub const CARDS: &str = "/v1/work/cards";
+/// One work card.
+pub const CARD: &str = "/v1/work/cards/{id}";
+/// queued → working. Never opens a lease.
+pub const CARD_CLAIM: &str = "/v1/work/cards/{id}/claim";
+/// A progress note; extends an existing lease only.
+pub const CARD_PROGRESS: &str = "/v1/work/cards/{id}/progress";
+/// Renew the lease: the only opener of a lease.
+pub const CARD_LEASE: &str = "/v1/work/cards/{id}/lease";
+/// working → done | failed | cancelled, cancelling live descendants.
+pub const CARD_FINISH: &str = "/v1/work/cards/{id}/finish";
+/// Register an interactive window (POST) or list windows with presence (GET).
+pub const WINDOWS: &str = "/v1/windows";
+/// Sync one window → `mode`, `rooms`, `exclude`, `reason`.
+pub const WINDOW_SYNC: &str = "/v1/windows/{id}/sync";
+/// Revoke one window.
+pub const WINDOW_REVOKE: &str = "/v1/windows/{id}/revoke";
+/// Redeem a provisioning key (production fact).
+pub const PROVISION_REDEEM: &str = "/v1/provision-keys/redeem";
+/// The MCP endpoint (production fact): Streamable HTTP, stateless, POST only.
+pub const MCP: &str = "/mcp";
+
+/// Operator surface of the reference backend (not a production route).
+pub mod admin {
+    /// Create a user (human or agent).
+    pub const USERS: &str = "/v1/admin/users";
+    /// Create a conversation (room) with members.
+    pub const CONVERSATIONS: &str = "/v1/admin/conversations";
+    /// Add a member to a conversation.
+    pub const CONVERSATION_MEMBERS: &str = "/v1/admin/conversations/{id}/members";
+    /// Post a message as any user (bypasses nothing: the same gates apply).
+    pub const POST_AS: &str = "/v1/admin/conversations/{id}/messages";
+    /// Mint an MCP key for a user; only its SHA-256 is stored.
+    pub const MCP_KEYS: &str = "/v1/admin/mcp-keys";
+    /// Create a provisioning key.
+    pub const PROVISION_KEYS: &str = "/v1/admin/provision-keys";
+    /// Create a work card for any assignee.
+    pub const CARDS: &str = "/v1/admin/cards";
+    /// Push a `workroom.task.recheck` or `provision.pending` event to a user.
+    pub const PUSH: &str = "/v1/admin/push";
+}
+
+/// Fill a template's single `{id}` parameter.
+pub fn fill(template: &str, id: impl std::fmt::Display) -> String {
+    template.replacen("{id}", &id.to_string(), 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fill_replaces_the_parameter() {
+        assert_eq!(fill(CARD_LEASE, 42), "/v1/work/cards/42/lease");
+        assert_eq!(
+            fill(CONVERSATION_MESSAGES, 7),
+            "/v1/conversations/7/messages"
+        );
+    }
+}

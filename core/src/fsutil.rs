@@ -1,0 +1,113 @@
+//! The ONE atomic-write helper: temp file in the same directory, fsync, rename,
+//! fsync the directory. Every state file of every crate is written through it,
+//! so a crash leaves either the old content or the new, never half of either.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::path::Path;
+
+/// Options for [`write_atomic`].
+#[derive(Debug, Clone, Copy)]
+pub struct WriteOptions {
+    /// Unix permission bits for the new file (e.g. 0o600 for token caches).
+    pub mode: u32,
+}
+
+impl Default for WriteOptions {
+    fn default() -> Self {
+        WriteOptions { mode: 0o644 }
+    }
+}
+
+impl WriteOptions {
+    /// Owner read/write only: token caches, keys, anything secret.
+    pub const SECRET: WriteOptions = WriteOptions { mode: 0o600 };
+}
+
+/// Write `data` to `path` atomically, creating parent directories.
+pub fn write_atomic(path: &Path, data: &[u8], opts: WriteOptions) -> io::Result<()> {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    fs::create_dir_all(dir)?;
+    let name = path
+        .file_name()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "path has no file name"))?;
+    let tmp = dir.join(format!(
+        ".{}.tmp.{}.{}",
+        name.to_string_lossy(),
+        std::process::id(),
+        unique_suffix()
+    ));
+    let result = (|| {
+        let mut f = open_new(&tmp, opts.mode)?;
+        f.write_all(data)?;
+        f.sync_all()?;
+        fs::rename(&tmp, path)?;
+        if let Ok(d) = File::open(dir) {
+            let _ = d.sync_all();
+        }
+        Ok(())
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// Serialize `value` as pretty JSON and write it atomically.
+pub fn write_json_atomic<T: serde::Serialize>(
+    path: &Path,
+    value: &T,
+    opts: WriteOptions,
+) -> io::Result<()> {
+    let mut data = serde_json::to_vec_pretty(value).map_err(io::Error::other)?;
+    data.push(b'\n');
+    write_atomic(path, &data, opts)
+}
+
+fn unique_suffix() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    N.fetch_add(1, Ordering::Relaxed)
+}
+
+#[cfg(unix)]
+fn open_new(path: &Path, mode: u32) -> io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .open(path)
+}
+
+#[cfg(not(unix))]
+fn open_new(path: &Path, _mode: u32) -> io::Result<File> {
+    OpenOptions::new().write(true).create_new(true).open(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writes_replaces_and_sets_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("a/b/state.json");
+        write_atomic(&p, b"one", WriteOptions::SECRET).unwrap();
+        write_atomic(&p, b"two", WriteOptions::SECRET).unwrap();
+        assert_eq!(fs::read(&p).unwrap(), b"two");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            assert_eq!(
+                fs::metadata(&p).unwrap().permissions().mode() & 0o777,
+                0o600
+            );
+        }
+        let leftovers: Vec<_> = fs::read_dir(p.parent().unwrap()).unwrap().collect();
+        assert_eq!(leftovers.len(), 1, "no temp file is left behind");
+    }
+}

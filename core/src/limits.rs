@@ -1,0 +1,108 @@
+//! Every constant of the specification in one named place, each with the
+//! reason it has its value. Values marked "default" are configurable; the
+//! configuration falls back to the constant here.
+
+use std::time::Duration;
+
+// ---------------------------------------------------------------- backend facts
+
+/// Production's convention for agent accounts' fixed one-time code. Public,
+/// not a secret: the agent secret header and the email are what identify.
+pub const FIXED_LOGIN_CODE: &str = "123456";
+/// Production issues 15-minute JWTs.
+pub const JWT_LIFETIME: Duration = Duration::from_secs(15 * 60);
+/// Re-login this long before the cached token expires, so a request never
+/// races the expiry.
+pub const JWT_REFRESH_MARGIN: Duration = Duration::from_secs(60);
+/// A message body longer than this is an error, never truncated (production).
+pub const MAX_BODY_CHARS: usize = 65_536;
+/// Production rate limit on text messages per user per minute.
+pub const SEND_RATE_PER_MIN: u32 = 60;
+/// Production rate limit on MCP calls per key per minute.
+pub const MCP_CALLS_PER_MIN: u32 = 300;
+/// `Retry-After` production sends with an MCP 429.
+pub const MCP_RETRY_AFTER_SECS: u64 = 60;
+/// JSON-RPC error code production uses for an MCP 429.
+pub const MCP_RATE_LIMIT_RPC_CODE: i64 = -32000;
+/// Production's request body cap on `/mcp`.
+pub const MCP_BODY_CAP_BYTES: usize = 160 * 1024 * 1024;
+/// Body cap on every other REST route of the reference backend: a maximal
+/// text message in JSON with escapes fits comfortably; images are base64.
+pub const REST_BODY_CAP_BYTES: usize = 32 * 1024 * 1024;
+/// `chat_read` limit bounds and default (production).
+pub const CHAT_READ_MIN: u32 = 1;
+pub const CHAT_READ_MAX: u32 = 50;
+pub const CHAT_READ_DEFAULT: u32 = 20;
+/// Heartbeat cadence production answers with `next_beat_sec`.
+pub const NEXT_BEAT_SECS: u64 = 60;
+/// No heartbeat (or window sync) for this long = gone (production).
+pub const PRESENCE_TIMEOUT: Duration = Duration::from_secs(3 * 60);
+/// A lease lasts 5 minutes from its last renew (production).
+pub const LEASE_DURATION: Duration = Duration::from_secs(5 * 60);
+/// Renew answers `renew_after_sec` = 60: five renew chances per lease.
+pub const RENEW_AFTER_SECS: u64 = 60;
+/// At most this many live sub-cards under one card (production).
+pub const MAX_LIVE_SUBCARDS: usize = 8;
+
+// ---------------------------------------------------------------- sentinel
+
+/// WebSocket ping interval; with the pong deadline a dead link is noticed
+/// within 25 s instead of at the next TCP timeout.
+pub const WS_PING_INTERVAL: Duration = Duration::from_secs(15);
+/// A pong later than this after a ping means the link is dead.
+pub const WS_PONG_DEADLINE: Duration = Duration::from_secs(10);
+/// Reconnect backoff starts here and doubles…
+pub const WS_BACKOFF_START: Duration = Duration::from_secs(1);
+/// …up to this ceiling: a minute is the most a message may wait for a
+/// reconnect; the 300 s alarm covers anything the socket missed.
+pub const WS_BACKOFF_MAX: Duration = Duration::from_secs(60);
+/// Debounce after a kick: a burst of messages becomes one round.
+pub const CYCLE_DEBOUNCE: Duration = Duration::from_secs(3);
+/// The alarm pulls everything even without an event.
+pub const CYCLE_ALARM: Duration = Duration::from_secs(300);
+/// Never heartbeat faster than this, whatever the backend says.
+pub const HEARTBEAT_FLOOR: Duration = Duration::from_secs(15);
+/// Heartbeat failures are logged only on these consecutive counts.
+pub const HEARTBEAT_LOG_AT: [u64; 3] = [1, 10, 100];
+/// Messages per page when pulling until the cursor is seen.
+pub const PULL_PAGE: u32 = 15;
+/// Extra pages (with `?before=`) after the first before giving up.
+pub const PULL_EXTRA_PAGES: u32 = 3;
+/// Turn lock busy → retry the round this much later.
+pub const TURN_LOCK_RETRY: Duration = Duration::from_secs(60);
+/// Default turn timeout.
+pub const TURN_TIMEOUT: Duration = Duration::from_secs(20 * 60);
+/// Exit codes that mean a timeout (timeout(1), SIGKILL, SIGTERM): not death.
+pub const TIMEOUT_EXIT_CODES: [i32; 3] = [124, 137, 143];
+/// Backoff after consecutive failed turns.
+pub const FAILURE_BACKOFF: [Duration; 3] = [
+    Duration::from_secs(60),
+    Duration::from_secs(300),
+    Duration::from_secs(1800),
+];
+/// Only this many consecutive failures post the "still online" note.
+pub const FAILURE_NOTICE_AT: u32 = 2;
+/// An obituary for one cause is repeated at most this often.
+pub const OBITUARY_REPEAT: Duration = Duration::from_secs(3600);
+/// Default idle time after which a persistent agent is compacted and stopped.
+pub const IDLE_REAP: Duration = Duration::from_secs(1800);
+/// Default context size at which a cold start compacts before the first turn.
+pub const COLD_COMPACT_TOKENS: u64 = 400_000;
+/// The CLI's autocompact window cap (`CLAUDE_CODE_AUTO_COMPACT_WINDOW` max).
+pub const AUTOCOMPACT_CEILING: u64 = 1_000_000;
+/// The context meter reads only this tail of the transcript.
+pub const CONTEXT_METER_TAIL_BYTES: u64 = 2 * 1024 * 1024;
+
+// ---------------------------------------------------------------- send gates, bridge
+
+/// `hoop say` reads this many newest messages down to the watermark.
+pub const SAY_GAP_WINDOW: u32 = 8;
+/// Bridge poll interval.
+pub const BRIDGE_POLL: Duration = Duration::from_secs(5);
+/// Window sync interval.
+pub const WINDOW_SYNC_INTERVAL: Duration = Duration::from_secs(30);
+
+// ---------------------------------------------------------------- hooks
+
+/// Hook payloads are read up to this many bytes; a larger one is not parsed.
+pub const HOOK_STDIN_CAP_BYTES: usize = 4 * 1024 * 1024;

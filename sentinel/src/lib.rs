@@ -1,0 +1,4 @@
+//! The sentinel: one daemon per agent account. It keeps a WebSocket to the
+//! backend, decides which messages concern its account, drives the `claude`
+//! CLI through one turn at a time, and commits a conversation's cursor only
+//! after a turn that exited 0 — so no message is lost and none answered twice.

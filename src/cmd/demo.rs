@@ -1,0 +1,10 @@
+//! `hoop demo`.
+
+use std::process::ExitCode;
+
+#[derive(clap::Args)]
+pub struct Args {}
+
+pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
+    anyhow::bail!("hoop demo is not implemented yet")
+}

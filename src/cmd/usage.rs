@@ -1,0 +1,10 @@
+//! `hoop usage`.
+
+use std::process::ExitCode;
+
+#[derive(clap::Args)]
+pub struct Args {}
+
+pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
+    anyhow::bail!("hoop usage is not implemented yet")
+}
