@@ -9,5 +9,6 @@
 pub mod clock;
 pub mod fsutil;
 pub mod gates;
+pub mod home;
 pub mod limits;
 pub mod mention;
