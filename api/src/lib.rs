@@ -5,3 +5,4 @@
 
 pub mod routes;
 pub mod types;
+pub mod headers;
