@@ -67,6 +67,9 @@ pub mod admin {
     pub const CARDS: &str = "/v1/admin/cards";
     /// Push a `workroom.task.recheck` or `provision.pending` event to a user.
     pub const PUSH: &str = "/v1/admin/push";
+    /// Move the server's clock forward (tests: JWT expiry, presence, leases,
+    /// rate windows) without waiting.
+    pub const CLOCK_ADVANCE: &str = "/v1/admin/clock/advance";
 }
 
 /// Fill a template's single `{id}` parameter.

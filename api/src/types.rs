@@ -356,6 +356,161 @@ pub mod codes {
     pub const WINDOW_NOT_FOUND: &str = "window_not_found";
     pub const KEY_INVALID: &str = "key_invalid";
     pub const PAYLOAD_TOO_LARGE: &str = "payload_too_large";
+    /// A unique field (email, username, home name on a machine) is taken.
+    pub const CONFLICT: &str = "conflict";
+    /// The route exists but not with this HTTP method.
+    pub const METHOD_NOT_ALLOWED: &str = "method_not_allowed";
+    /// The server failed; nothing was written.
+    pub const INTERNAL: &str = "internal";
+}
+
+// ---------------------------------------------------------------- MCP tools
+
+/// Arguments and results of the MCP tools (`tools/call`). A tool's result is
+/// returned both as `structuredContent` and as the JSON text of its single
+/// `text` content item; a refused call has `isError: true` and an
+/// [`ErrorBody`] as its structured content.
+pub mod mcp {
+    use serde::{Deserialize, Serialize};
+
+    use super::{Card, CardId, Conversation, ConversationId, Member, Mention, Message, MessageId};
+
+    pub const CHAT_LIST: &str = "chat_list";
+    pub const CHAT_READ: &str = "chat_read";
+    pub const CHAT_MEMBERS: &str = "chat_members";
+    pub const CHAT_SEND_TEXT: &str = "chat_send_text";
+    pub const CHAT_SEND_IMAGE: &str = "chat_send_image";
+    pub const WORK_TASKS: &str = "work_tasks";
+    pub const WORK_BEAT: &str = "work_beat";
+    pub const WORK_TASK_START: &str = "work_task_start";
+    pub const WORK_TASK_PROGRESS: &str = "work_task_progress";
+    pub const WORK_TASK_LEASE: &str = "work_task_lease";
+    pub const WORK_TASK_FINISH: &str = "work_task_finish";
+    pub const WINDOW_REGISTER: &str = "window_register";
+    pub const WINDOW_SYNC: &str = "window_sync";
+
+    /// `chat_list` → the caller's conversations.
+    #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+    pub struct ChatList {
+        pub conversations: Vec<Conversation>,
+    }
+
+    /// `chat_read` arguments: `limit` 1–50, default 20; `before` pages back.
+    #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Default)]
+    pub struct ChatReadArgs {
+        pub conversation_id: ConversationId,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub limit: Option<u32>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub before: Option<MessageId>,
+    }
+
+    /// `chat_read` → newest first.
+    #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+    pub struct ChatRead {
+        pub conversation_id: ConversationId,
+        pub messages: Vec<Message>,
+        pub count: usize,
+        /// Always `newest_first`.
+        pub order: String,
+        /// `created_at` of the oldest message returned; null when none.
+        pub oldest_created_at: Option<i64>,
+        /// Older messages exist beyond the ones returned.
+        pub truncated: bool,
+    }
+
+    /// `chat_members` → the conversation's members.
+    #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+    pub struct ChatMembers {
+        pub conversation_id: ConversationId,
+        pub members: Vec<Member>,
+    }
+
+    /// `chat_send_text` arguments (the result is the stored [`Message`]).
+    #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Default)]
+    pub struct ChatSendTextArgs {
+        pub conversation_id: ConversationId,
+        pub body: String,
+        #[serde(default)]
+        pub mentions: Vec<Mention>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub expect_latest_id: Option<MessageId>,
+        #[serde(default)]
+        pub force: bool,
+        #[serde(default)]
+        pub kind: super::MessageKind,
+    }
+
+    /// `chat_send_image` arguments (the result is the stored [`Message`]).
+    #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Default)]
+    pub struct ChatSendImageArgs {
+        pub conversation_id: ConversationId,
+        pub data_base64: String,
+        pub mime: String,
+        #[serde(default)]
+        pub caption: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub expect_latest_id: Option<MessageId>,
+        #[serde(default)]
+        pub force: bool,
+    }
+
+    /// `work_tasks` arguments: the caller's cards, optionally one status.
+    #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Default)]
+    pub struct WorkTasksArgs {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub status: Option<super::CardStatus>,
+    }
+
+    /// `work_tasks` → the caller's cards, newest first.
+    #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+    pub struct WorkTasks {
+        pub cards: Vec<Card>,
+    }
+
+    /// `work_task_start`: claim `card_id`, or (without it) create a card
+    /// titled `title` assigned to the caller and claim it. Result: [`Card`].
+    #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Default)]
+    pub struct WorkTaskStartArgs {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub card_id: Option<CardId>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub title: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub parent_id: Option<CardId>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub conversation_id: Option<ConversationId>,
+    }
+
+    /// `work_task_progress` arguments. Result: [`Card`].
+    #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Default)]
+    pub struct WorkTaskProgressArgs {
+        pub card_id: CardId,
+        pub note: String,
+    }
+
+    /// `work_task_lease` arguments. Result: [`super::LeaseResponse`].
+    #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Default)]
+    pub struct CardIdArgs {
+        pub card_id: CardId,
+    }
+
+    /// `work_task_finish` arguments. Result: [`Card`].
+    #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+    pub struct WorkTaskFinishArgs {
+        pub card_id: CardId,
+        pub status: super::CardStatus,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub error: Option<String>,
+    }
+
+    /// `window_sync` arguments. Result: [`super::WindowSync`].
+    /// (`window_register` takes [`super::RegisterWindow`] and answers
+    /// [`super::RegisteredWindow`].)
+    #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Default)]
+    pub struct WindowSyncArgs {
+        pub window_id: super::WindowId,
+    }
 }
 
 // ---------------------------------------------------------------- WebSocket
