@@ -12,3 +12,4 @@ pub mod gates;
 pub mod home;
 pub mod limits;
 pub mod mention;
+pub mod transcript;
