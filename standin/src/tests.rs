@@ -1,0 +1,176 @@
+//! The stand-in over a real loopback socket, spoken to with plain HTTP/1.1.
+
+use super::*;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+async fn post(s: &Standin, body: &Value) -> (u16, String, String) {
+    let mut c = tokio::net::TcpStream::connect(s.addr()).await.unwrap();
+    let b = body.to_string();
+    let req = format!(
+        "POST /v1/messages?beta=true HTTP/1.1\r\nhost: x\r\nx-api-key: sk-secret\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{b}",
+        b.len()
+    );
+    c.write_all(req.as_bytes()).await.unwrap();
+    let mut out = String::new();
+    c.read_to_string(&mut out).await.unwrap();
+    let status = out[9..12].parse().unwrap();
+    let (head, body) = out.split_once("\r\n\r\n").unwrap();
+    (status, head.to_string(), body.to_string())
+}
+
+fn events(sse: &str) -> Vec<Value> {
+    sse.lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .filter_map(|d| serde_json::from_str(d).ok())
+        .collect()
+}
+
+fn user(text: &str) -> Value {
+    json!({"model": "claude-opus-4-8", "stream": true,
+           "messages": [{"role": "user", "content": [{"type": "text", "text": text}]}]})
+}
+
+#[tokio::test]
+async fn streams_text_with_usage_in_the_api_event_order() {
+    let s = Standin::spawn().await.unwrap();
+    s.push(Reply::text("hello there").with_usage(Usage {
+        input_tokens: 11,
+        cache_creation_input_tokens: 22,
+        cache_read_input_tokens: 33,
+        output_tokens: 44,
+    }));
+    let (st, head, body) = post(&s, &user("hi")).await;
+    assert_eq!(st, 200);
+    assert!(head.to_ascii_lowercase().contains("text/event-stream"));
+    let ev = events(&body);
+    let kinds: Vec<&str> = ev.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(kinds.first(), Some(&"message_start"));
+    assert_eq!(kinds.last(), Some(&"message_stop"));
+    assert!(kinds.contains(&"content_block_start") && kinds.contains(&"content_block_stop"));
+    let u = &ev[0]["message"]["usage"];
+    assert_eq!(
+        (
+            u["input_tokens"].as_u64(),
+            u["cache_creation_input_tokens"].as_u64(),
+            u["cache_read_input_tokens"].as_u64()
+        ),
+        (Some(11), Some(22), Some(33))
+    );
+    let delta = ev.iter().find(|e| e["type"] == "message_delta").unwrap();
+    assert_eq!(delta["delta"]["stop_reason"], "end_turn");
+    assert_eq!(delta["usage"]["output_tokens"], 44);
+    let text: String = ev
+        .iter()
+        .filter_map(|e| e["delta"]["text"].as_str())
+        .collect();
+    assert_eq!(text, "hello there");
+    // The log keeps the body and drops the key.
+    let r = &s.requests()[0];
+    assert_eq!(r.path, "/v1/messages?beta=true");
+    assert!(r.header("x-api-key").is_none());
+    assert_eq!(r.last_user_text().trim(), "hi");
+    s.shutdown().await;
+}
+
+#[tokio::test]
+async fn bash_then_text_on_the_tool_result_without_consuming_the_queue() {
+    let s = Standin::spawn().await.unwrap();
+    s.push(Reply::bash("echo hi", "ran it"));
+    s.push(Reply::text("next turn"));
+    let (_, _, b1) = post(&s, &user("run")).await;
+    let ev = events(&b1);
+    let start = ev
+        .iter()
+        .find(|e| e["content_block"]["type"] == "tool_use")
+        .unwrap();
+    assert_eq!(start["content_block"]["name"], "Bash");
+    let json: String = ev
+        .iter()
+        .filter_map(|e| e["delta"]["partial_json"].as_str())
+        .collect();
+    let input: Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(input["command"], "echo hi");
+    assert_eq!(
+        ev.iter().find(|e| e["type"] == "message_delta").unwrap()["delta"]["stop_reason"],
+        "tool_use"
+    );
+    let follow = json!({"messages": [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": "hi"}]}]});
+    let (_, _, b2) = post(&s, &follow).await;
+    let text: String = events(&b2)
+        .iter()
+        .filter_map(|e| e["delta"]["text"].as_str())
+        .collect();
+    assert_eq!(text, "ran it");
+    assert_eq!(s.queued(), 1);
+    s.shutdown().await;
+}
+
+#[tokio::test]
+async fn summary_requests_get_analysis_and_summary_tags() {
+    let s = Standin::spawn().await.unwrap();
+    s.push(Reply::text("kept for the next turn"));
+    let (_, _, b) = post(
+        &s,
+        &user("Your task is to create a detailed summary of the conversation so far"),
+    )
+    .await;
+    let text: String = events(&b)
+        .iter()
+        .filter_map(|e| e["delta"]["text"].as_str())
+        .collect();
+    assert!(
+        text.starts_with("<analysis>")
+            && text.contains("<summary>")
+            && text.ends_with("</summary>")
+    );
+    assert_eq!(s.queued(), 1);
+    s.shutdown().await;
+}
+
+#[tokio::test]
+async fn errors_have_the_api_shape_and_headers() {
+    let s = Standin::spawn().await.unwrap();
+    s.push(Reply::prompt_too_long());
+    s.push(Reply::rate_limited(Some(7)));
+    s.push(Reply::auth_error());
+    s.push(Reply::overloaded());
+    let cases = [
+        (
+            400,
+            "invalid_request_error",
+            "prompt is too long: 250000 tokens > 200000 maximum",
+        ),
+        (429, "rate_limit_error", ""),
+        (401, "authentication_error", "invalid x-api-key"),
+        (529, "overloaded_error", "Overloaded"),
+    ];
+    for (status, kind, msg) in cases {
+        let (st, head, body) = post(&s, &user("x")).await;
+        assert_eq!(st, status);
+        let v: Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(v["type"], "error");
+        assert_eq!(v["error"]["type"], kind);
+        assert!(v["request_id"].as_str().unwrap().starts_with("req_"));
+        if !msg.is_empty() {
+            assert_eq!(v["error"]["message"], msg);
+        }
+        if status == 429 {
+            assert!(head.to_ascii_lowercase().contains("retry-after: 7"));
+        }
+    }
+    assert_eq!(s.request_count(), 4);
+    s.shutdown().await;
+}
+
+#[tokio::test]
+async fn default_echo_counts_requests_and_messages() {
+    let s = Standin::spawn().await.unwrap();
+    post(&s, &user("a")).await;
+    let (_, _, b) = post(&s, &user("b")).await;
+    let text: String = events(&b)
+        .iter()
+        .filter_map(|e| e["delta"]["text"].as_str())
+        .collect();
+    assert_eq!(text, "reply #2 (request carried 1 messages)");
+    s.shutdown().await;
+}
