@@ -2,3 +2,11 @@
 //! backend, decides which messages concern its account, drives the `claude`
 //! CLI through one turn at a time, and commits a conversation's cursor only
 //! after a turn that exited 0 — so no message is lost and none answered twice.
+
+pub mod config;
+pub mod constants;
+pub mod lock;
+pub mod plan;
+pub mod policy;
+pub mod prompts;
+pub mod state;

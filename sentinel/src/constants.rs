@@ -1,0 +1,34 @@
+//! The sentinel's own constants (the spec's numbers live in
+//! `hoop_core::limits`; these are this crate's decisions), each with its reason.
+
+use std::time::Duration;
+
+/// A conversation this home has never seen: messages younger than this are
+/// answered, older history is not (an operator starting a new home must not
+/// see it answer last month's backlog, but a question asked while the home
+/// was being set up still gets its answer).
+pub const NEW_ROOM_BACKLOG: Duration = Duration::from_secs(3600);
+
+/// After a failed WebSocket login or an unreachable backend, the heartbeat
+/// waits this long (the spec's regular cadence) before trying again.
+pub const HEARTBEAT_RETRY: Duration = Duration::from_secs(60);
+
+/// How often the idle reaper looks at the agent process. A minute is far
+/// below the 1,800 s idle limit and costs one wakeup per minute.
+pub const REAPER_TICK: Duration = Duration::from_secs(60);
+
+/// How often the lease renewer lists the account's working cards when none
+/// is known (the backend's `renew_after_sec` governs once one is).
+pub const LEASE_POLL: Duration = Duration::from_secs(60);
+
+/// File in the home holding the last obituary time per cause.
+pub const OBITUARIES_FILE: &str = "obituaries.json";
+/// File in the home holding the sentinel's settings.
+pub const SENTINEL_CONFIG_FILE: &str = "sentinel.json";
+/// File in the home where the daemon records its last round (for `hoop status`).
+pub const STATUS_FILE: &str = "sentinel-status.json";
+
+/// The failure note (SPEC §2), posted on the second consecutive failure.
+pub const FAILURE_NOTICE: &str = "⚠️ this round failed; I am still online";
+/// The obituary (SPEC §2), posted at most once per hour per cause.
+pub const OBITUARY: &str = "⚰️ login expired — a person must log in again";

@@ -1,0 +1,187 @@
+//! The daemon's persistent state in the home, each file written atomically
+//! through `hoop_core::fsutil` (a crash leaves the old content or the new):
+//! - `cursors.json` — `{conversation_id: last_message_id}`, the newest message
+//!   answered or deliberately skipped per conversation;
+//! - `obituaries.json` — `{cause: unix_secs}`, when the obituary for each
+//!   cause was last posted (so a restart does not post it again within the
+//!   hour);
+//! - `sentinel-status.json` — the last round and its result, for `hoop status`.
+//!
+//! A state file that exists but cannot be parsed is an error naming the
+//! file: the daemon refuses to guess (a guessed cursor would lose or double
+//! messages).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use hoop_api::types::{ConversationId, MessageId, UnixSecs};
+use hoop_core::fsutil::{WriteOptions, write_json_atomic};
+use serde::{Deserialize, Serialize, de::DeserializeOwned};
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum StateError {
+    #[error("reading {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path} is not valid ({source}); fix or move it away, then start again")]
+    Parse {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
+    #[error("writing {path}: {source}")]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+fn load<T: DeserializeOwned + Default>(path: &Path) -> Result<T, StateError> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => serde_json::from_str(&text).map_err(|source| StateError::Parse {
+            path: path.to_path_buf(),
+            source,
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(T::default()),
+        Err(source) => Err(StateError::Read {
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+fn save<T: Serialize>(path: &Path, value: &T) -> Result<(), StateError> {
+    write_json_atomic(path, value, WriteOptions::default()).map_err(|source| StateError::Write {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// Per-conversation cursors.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Cursors(pub BTreeMap<ConversationId, MessageId>);
+
+impl Cursors {
+    pub fn load(path: &Path) -> Result<Cursors, StateError> {
+        load(path)
+    }
+    pub fn save(&self, path: &Path) -> Result<(), StateError> {
+        save(path, self)
+    }
+    pub fn get(&self, c: ConversationId) -> Option<MessageId> {
+        self.0.get(&c).copied()
+    }
+    /// Move a cursor forward (never back: a stale plan must not undo a newer
+    /// commit).
+    pub fn advance(&mut self, c: ConversationId, to: MessageId) -> bool {
+        let cur = self.0.entry(c).or_insert(to);
+        if *cur < to {
+            *cur = to;
+            return true;
+        }
+        *cur == to
+    }
+}
+
+/// Merge `updates` into the cursors file on disk (re-read first, so nothing
+/// written meanwhile is lost) and save it atomically.
+pub fn commit_cursors(
+    path: &Path,
+    updates: &[(ConversationId, MessageId)],
+) -> Result<Cursors, StateError> {
+    let mut c = Cursors::load(path)?;
+    for (conv, to) in updates {
+        c.advance(*conv, *to);
+    }
+    c.save(path)?;
+    Ok(c)
+}
+
+/// When each obituary cause was last posted.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Obituaries(pub BTreeMap<String, UnixSecs>);
+
+impl Obituaries {
+    pub fn load(path: &Path) -> Result<Obituaries, StateError> {
+        load(path)
+    }
+    pub fn last(&self, cause: &str) -> Option<UnixSecs> {
+        self.0.get(cause).copied()
+    }
+    /// Record a posting and persist it atomically.
+    pub fn record(path: &Path, cause: &str, at: UnixSecs) -> Result<(), StateError> {
+        let mut o = Obituaries::load(path)?;
+        o.0.insert(cause.to_string(), at);
+        save(path, &o)
+    }
+}
+
+/// The last round, for `hoop status` and `hoop doctor`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Status {
+    pub pid: u32,
+    pub started_at: UnixSecs,
+    pub ws_connected: bool,
+    #[serde(default)]
+    pub last_round_at: Option<UnixSecs>,
+    /// `ok`, `failed`, `timeout`, `auth_dead`, `limit`, `advanced`, `idle`, `busy`, `error`.
+    #[serde(default)]
+    pub last_round_result: Option<String>,
+    #[serde(default)]
+    pub consecutive_failures: u32,
+}
+
+impl Status {
+    pub fn save(&self, path: &Path) -> Result<(), StateError> {
+        save(path, self)
+    }
+    pub fn load(path: &Path) -> Result<Status, StateError> {
+        load(path)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cursors_round_trip_and_never_go_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("cursors.json");
+        assert_eq!(Cursors::load(&p).unwrap(), Cursors::default());
+        commit_cursors(&p, &[(1, 10), (2, 20)]).unwrap();
+        commit_cursors(&p, &[(1, 5), (2, 25)]).unwrap();
+        let c = Cursors::load(&p).unwrap();
+        assert_eq!(c.get(1), Some(10), "a cursor never moves back");
+        assert_eq!(c.get(2), Some(25));
+        let text = std::fs::read_to_string(&p).unwrap();
+        assert!(text.contains("\"1\": 10"), "{text}");
+    }
+
+    #[test]
+    fn a_broken_file_is_a_clear_error_and_stays() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("cursors.json");
+        std::fs::write(&p, "{not json").unwrap();
+        let e = Cursors::load(&p).unwrap_err();
+        assert!(e.to_string().contains("cursors.json"), "{e}");
+        assert!(commit_cursors(&p, &[(1, 1)]).is_err());
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "{not json");
+    }
+
+    #[test]
+    fn obituaries_persist_per_cause() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("obituaries.json");
+        Obituaries::record(&p, "oauth", 100).unwrap();
+        Obituaries::record(&p, "login", 200).unwrap();
+        let o = Obituaries::load(&p).unwrap();
+        assert_eq!(o.last("oauth"), Some(100));
+        assert_eq!(o.last("login"), Some(200));
+        assert_eq!(o.last("other"), None);
+    }
+}
