@@ -3,6 +3,16 @@
 //! crate talks to the backend through this one, so adapting to the production
 //! backend is a change here alone.
 
-pub mod routes;
-pub mod types;
+pub mod error;
 pub mod headers;
+pub mod mcp;
+pub mod rest;
+pub mod routes;
+pub mod token;
+pub mod types;
+pub mod ws;
+
+pub use error::Error;
+pub use mcp::{McpClient, McpConfig};
+pub use rest::{CardFilter, Client, ClientConfig};
+pub use ws::{WsConfig, WsConnection, WsError};

@@ -1,0 +1,223 @@
+//! The typed errors of the clients: what a caller can act on (log in again,
+//! wait, show the unread messages, re-register a window) is a variant of its
+//! own; everything else keeps the status and the backend's text.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use thiserror::Error;
+
+use crate::types::{ErrorBody, Message, MessageId, codes};
+
+/// How much of an unparseable error body is kept in [`Error::Http`].
+pub const ERROR_BODY_KEEP_CHARS: usize = 512;
+
+/// An error of the REST, WebSocket or MCP client.
+#[derive(Debug, Error)]
+pub enum Error {
+    /// The credentials were refused (login 401, or still 401 after one
+    /// fresh login).
+    #[error("unauthorized: {message}")]
+    Unauthorized { message: String },
+    /// 404: the thing does not exist (or a card is not working; a window is
+    /// unknown → `window_not_found`, re-register).
+    #[error("not found ({code}): {message}")]
+    NotFound { code: String, message: String },
+    /// 429: wait `retry_after` (when the backend said) and try again.
+    #[error("rate limited{}", retry_after.map(|d| format!("; retry after {} s", d.as_secs())).unwrap_or_default())]
+    RateLimited { retry_after: Option<Duration> },
+    /// 409 `gap`: newer messages exist than the sender has seen.
+    #[error("{} unread message(s) since the last one seen; newest is {latest_id}", unread.len())]
+    Gap {
+        latest_id: MessageId,
+        /// Newest first.
+        unread: Vec<Message>,
+    },
+    /// Any other refusal with a stable code (`markdown_refused`,
+    /// `body_too_long`, `already_working`, `key_invalid`, …).
+    #[error("refused ({status} {code}): {message}")]
+    Refused {
+        status: u16,
+        code: String,
+        message: String,
+    },
+    /// A status without a contract error body.
+    #[error("HTTP {status}: {body}")]
+    Http { status: u16, body: String },
+    /// The request never got an answer (connect, TLS, timeout, reset).
+    #[error("transport: {0}")]
+    Transport(String),
+    /// The answer did not have the expected shape.
+    #[error("decoding {what}: {message}")]
+    Decode { what: &'static str, message: String },
+    /// The token cache could not be written.
+    #[error("token cache {path}: {source}")]
+    TokenCache {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// The home's configuration could not be read.
+    #[error(transparent)]
+    Config(#[from] hoop_core::home::HomeError),
+    /// The base URL is not usable.
+    #[error("bad base URL {url:?}: {message}")]
+    BadUrl { url: String, message: String },
+    /// The MCP endpoint answered a JSON-RPC error.
+    #[error("MCP error {code}: {message}")]
+    Rpc { code: i64, message: String },
+}
+
+impl Error {
+    /// The contract error code, when the backend sent one.
+    pub fn code(&self) -> Option<&str> {
+        match self {
+            Error::NotFound { code, .. } | Error::Refused { code, .. } => Some(code),
+            Error::Gap { .. } => Some(codes::GAP),
+            Error::RateLimited { .. } => Some(codes::RATE_LIMITED),
+            Error::Unauthorized { .. } => Some(codes::UNAUTHORIZED),
+            _ => None,
+        }
+    }
+
+    /// Map a non-success answer to its variant. `retry_after_header` is the
+    /// parsed `Retry-After` header, which wins over the body's
+    /// `retry_after_sec`.
+    pub fn from_status(status: u16, body: &[u8], retry_after_header: Option<Duration>) -> Error {
+        let parsed: Option<ErrorBody> = serde_json::from_slice(body).ok();
+        let Some(eb) = parsed else {
+            if status == 429 {
+                return Error::RateLimited {
+                    retry_after: retry_after_header,
+                };
+            }
+            if status == 401 {
+                return Error::Unauthorized {
+                    message: "401 without a contract body".into(),
+                };
+            }
+            return Error::Http {
+                status,
+                body: keep(body),
+            };
+        };
+        match (status, eb.error.as_str()) {
+            (401, _) => Error::Unauthorized {
+                message: eb.message,
+            },
+            (429, _) | (_, codes::RATE_LIMITED) => Error::RateLimited {
+                retry_after: retry_after_header.or(eb.retry_after_sec.map(Duration::from_secs)),
+            },
+            (_, codes::GAP) => Error::Gap {
+                latest_id: eb.latest_id.unwrap_or_default(),
+                unread: eb.unread,
+            },
+            (404, _) => Error::NotFound {
+                code: eb.error,
+                message: eb.message,
+            },
+            _ => Error::Refused {
+                status,
+                code: eb.error,
+                message: eb.message,
+            },
+        }
+    }
+}
+
+/// Parse a `Retry-After` header value given in seconds (the only form the
+/// backend sends; an HTTP date is not honoured and reads as absent).
+pub fn parse_retry_after(value: &str) -> Option<Duration> {
+    value.trim().parse::<u64>().ok().map(Duration::from_secs)
+}
+
+fn keep(body: &[u8]) -> String {
+    String::from_utf8_lossy(body)
+        .chars()
+        .take(ERROR_BODY_KEEP_CHARS)
+        .collect()
+}
+
+impl From<reqwest::Error> for Error {
+    fn from(e: reqwest::Error) -> Self {
+        // reqwest's Display may carry the URL; URLs here never hold secrets
+        // (tokens travel in headers only).
+        Error::Transport(e.without_url().to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn body(code: &str) -> Vec<u8> {
+        serde_json::to_vec(&serde_json::json!({"error": code, "message": "m"})).unwrap()
+    }
+
+    #[test]
+    fn status_and_code_map_to_variants() {
+        assert!(matches!(
+            Error::from_status(401, &body("unauthorized"), None),
+            Error::Unauthorized { .. }
+        ));
+        assert!(matches!(
+            Error::from_status(404, &body("window_not_found"), None),
+            Error::NotFound { code, .. } if code == "window_not_found"
+        ));
+        assert!(matches!(
+            Error::from_status(422, &body("markdown_refused"), None),
+            Error::Refused { status: 422, code, .. } if code == "markdown_refused"
+        ));
+        assert!(matches!(
+            Error::from_status(502, b"<html>bad gateway</html>", None),
+            Error::Http { status: 502, .. }
+        ));
+    }
+
+    #[test]
+    fn retry_after_header_wins_over_the_body() {
+        let b = serde_json::to_vec(&serde_json::json!({
+            "error": "rate_limited", "message": "slow down", "retry_after_sec": 7
+        }))
+        .unwrap();
+        match Error::from_status(429, &b, Some(Duration::from_secs(60))) {
+            Error::RateLimited { retry_after } => {
+                assert_eq!(retry_after, Some(Duration::from_secs(60)))
+            }
+            e => panic!("{e:?}"),
+        }
+        match Error::from_status(429, &b, None) {
+            Error::RateLimited { retry_after } => {
+                assert_eq!(retry_after, Some(Duration::from_secs(7)))
+            }
+            e => panic!("{e:?}"),
+        }
+        assert!(matches!(
+            Error::from_status(429, b"", None),
+            Error::RateLimited { retry_after: None }
+        ));
+    }
+
+    #[test]
+    fn gap_carries_the_unread() {
+        let b = serde_json::to_vec(&serde_json::json!({
+            "error": "gap", "message": "m", "latest_id": 9, "unread": [{
+                "id": 9, "conversation_id": 1, "sender_id": 2, "sender_username": "ann",
+                "body": "hi", "created_at": 0
+            }]
+        }))
+        .unwrap();
+        match Error::from_status(409, &b, None) {
+            Error::Gap { latest_id, unread } => {
+                assert_eq!(latest_id, 9);
+                assert_eq!(unread[0].body, "hi");
+            }
+            e => panic!("{e:?}"),
+        }
+    }
+
+    #[test]
+    fn retry_after_parsing() {
+        assert_eq!(parse_retry_after(" 60 "), Some(Duration::from_secs(60)));
+        assert_eq!(parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT"), None);
+    }
+}

@@ -1,0 +1,345 @@
+//! The MCP client of a reinforcement account: JSON-RPC 2.0 over one HTTP
+//! POST per call to [`routes::MCP`] (Streamable HTTP, stateless), with
+//! `Authorization: Bearer hoopmcp_…`. A 429 is honoured: wait `Retry-After`
+//! and try again while the total wait stays within
+//! [`McpConfig::max_retry_wait`]; beyond it the caller gets
+//! [`Error::RateLimited`].
+//!
+//! Hand-rolled on reqwest rather than on an MCP SDK: the endpoint is
+//! stateless and answers every POST with one JSON body, so a call is one
+//! request and one response. A session-oriented SDK client would add a
+//! handshake and a long-lived service per key, and would hide the HTTP
+//! status and the `Retry-After` header that the 429 rule and the
+//! "JWT on /mcp → 401" rule are about. An `text/event-stream` answer is still
+//! read (the first JSON-RPC response among its `data:` lines).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use reqwest::header::{ACCEPT, CONTENT_TYPE};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use hoop_core::limits::MCP_RETRY_AFTER_SECS;
+
+use crate::error::Error;
+use crate::rest::{decode, http_client, normalise_base, retry_after_of};
+use crate::routes;
+
+/// The MCP protocol revision this client speaks.
+pub const PROTOCOL_VERSION: &str = "2025-06-18";
+/// Header naming the protocol revision on every request after initialize.
+pub const PROTOCOL_VERSION_HEADER: &str = "MCP-Protocol-Version";
+/// Default total time a call may spend waiting out 429s: one production
+/// `Retry-After` (60 s), so a burst over the limit costs one wait, not a loop.
+pub const DEFAULT_MAX_RETRY_WAIT: Duration = Duration::from_secs(MCP_RETRY_AFTER_SECS);
+
+/// How to reach `/mcp` with one key. `Debug` redacts the key.
+#[derive(Clone)]
+pub struct McpConfig {
+    pub base_url: String,
+    /// `hoopmcp_…`.
+    pub key: String,
+    /// Total wait on 429s per call before giving up with `RateLimited`.
+    pub max_retry_wait: Duration,
+}
+
+impl McpConfig {
+    pub fn new(base_url: impl Into<String>, key: impl Into<String>) -> McpConfig {
+        McpConfig {
+            base_url: base_url.into(),
+            key: key.into(),
+            max_retry_wait: DEFAULT_MAX_RETRY_WAIT,
+        }
+    }
+}
+
+impl std::fmt::Debug for McpConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpConfig")
+            .field("base_url", &self.base_url)
+            .field("key", &"<redacted>")
+            .field("max_retry_wait", &self.max_retry_wait)
+            .finish()
+    }
+}
+
+/// One tool as `tools/list` describes it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Tool {
+    pub name: String,
+    #[serde(default)]
+    pub description: Option<String>,
+    #[serde(default, rename = "inputSchema")]
+    pub input_schema: Value,
+}
+
+/// One content block of a tool result.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Content {
+    #[serde(rename = "type")]
+    pub kind: String,
+    #[serde(default)]
+    pub text: Option<String>,
+}
+
+/// The result of `tools/call`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ToolResult {
+    #[serde(default)]
+    pub content: Vec<Content>,
+    #[serde(default, rename = "isError")]
+    pub is_error: bool,
+    #[serde(default, rename = "structuredContent")]
+    pub structured: Option<Value>,
+}
+
+impl ToolResult {
+    /// The text blocks joined by newlines.
+    pub fn text(&self) -> String {
+        self.content
+            .iter()
+            .filter_map(|c| c.text.as_deref())
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    /// The structured content, or else the text parsed as JSON.
+    pub fn json(&self) -> Result<Value, Error> {
+        if let Some(v) = &self.structured {
+            return Ok(v.clone());
+        }
+        decode("tool result text", self.text().as_bytes())
+    }
+}
+
+#[derive(Deserialize)]
+struct RpcResponse {
+    #[serde(default)]
+    id: Value,
+    #[serde(default)]
+    result: Option<Value>,
+    #[serde(default)]
+    error: Option<RpcError>,
+}
+
+#[derive(Deserialize)]
+struct RpcError {
+    code: i64,
+    #[serde(default)]
+    message: String,
+}
+
+/// A stateless MCP client for one key.
+pub struct McpClient {
+    cfg: McpConfig,
+    url: String,
+    http: reqwest::Client,
+    next_id: AtomicU64,
+}
+
+impl std::fmt::Debug for McpClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpClient").field("cfg", &self.cfg).finish()
+    }
+}
+
+impl McpClient {
+    pub fn new(cfg: McpConfig) -> Result<McpClient, Error> {
+        let url = format!("{}{}", normalise_base(&cfg.base_url)?, routes::MCP);
+        Ok(McpClient {
+            cfg,
+            url,
+            http: http_client()?,
+            next_id: AtomicU64::new(1),
+        })
+    }
+
+    /// `initialize` → the server's result (protocol version, capabilities,
+    /// server info). Optional on a stateless endpoint.
+    pub async fn initialize(&self) -> Result<Value, Error> {
+        self.rpc(
+            "initialize",
+            json!({
+                "protocolVersion": PROTOCOL_VERSION,
+                "capabilities": {},
+                "clientInfo": {"name": "hoop", "version": env!("CARGO_PKG_VERSION")},
+            }),
+        )
+        .await
+    }
+
+    /// `tools/list`.
+    pub async fn list_tools(&self) -> Result<Vec<Tool>, Error> {
+        #[derive(Deserialize)]
+        struct Tools {
+            tools: Vec<Tool>,
+        }
+        let v = self.rpc("tools/list", json!({})).await?;
+        let t: Tools = serde_json::from_value(v).map_err(|e| Error::Decode {
+            what: "tools/list result",
+            message: e.to_string(),
+        })?;
+        Ok(t.tools)
+    }
+
+    /// `tools/call`. A tool-level failure is a result with `is_error`.
+    pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<ToolResult, Error> {
+        let v = self
+            .rpc("tools/call", json!({"name": name, "arguments": arguments}))
+            .await?;
+        serde_json::from_value(v).map_err(|e| Error::Decode {
+            what: "tools/call result",
+            message: e.to_string(),
+        })
+    }
+
+    /// One JSON-RPC request → its `result`.
+    pub async fn rpc(&self, method: &str, params: Value) -> Result<Value, Error> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let body = serde_json::to_vec(&json!({
+            "jsonrpc": "2.0", "id": id, "method": method, "params": params,
+        }))
+        .map_err(|e| Error::Decode {
+            what: "request",
+            message: e.to_string(),
+        })?;
+        let mut waited = Duration::ZERO;
+        loop {
+            let resp = self
+                .http
+                .post(&self.url)
+                .bearer_auth(&self.cfg.key)
+                .header(ACCEPT, "application/json, text/event-stream")
+                .header(CONTENT_TYPE, "application/json")
+                .header(PROTOCOL_VERSION_HEADER, PROTOCOL_VERSION)
+                .body(body.clone())
+                .send()
+                .await?;
+            let status = resp.status().as_u16();
+            let retry = retry_after_of(&resp);
+            let is_sse = resp
+                .headers()
+                .get(CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|v| v.starts_with("text/event-stream"));
+            let bytes = resp.bytes().await?.to_vec();
+            if status == 429 {
+                match retry {
+                    Some(d) if waited + d <= self.cfg.max_retry_wait => {
+                        tracing::info!(
+                            method,
+                            wait_s = d.as_secs(),
+                            "MCP 429: waiting Retry-After"
+                        );
+                        tokio::time::sleep(d).await;
+                        waited += d;
+                        continue;
+                    }
+                    _ => return Err(Error::RateLimited { retry_after: retry }),
+                }
+            }
+            if status == 401 {
+                return Err(Error::Unauthorized {
+                    message: rpc_message(&bytes).unwrap_or_else(|| "MCP key refused".into()),
+                });
+            }
+            let parsed = if is_sse {
+                sse_response(&bytes, id)
+            } else {
+                serde_json::from_slice::<RpcResponse>(&bytes).ok()
+            };
+            let Some(r) = parsed else {
+                if !(200..300).contains(&status) {
+                    return Err(Error::from_status(status, &bytes, retry));
+                }
+                return Err(Error::Decode {
+                    what: "JSON-RPC response",
+                    message: String::from_utf8_lossy(&bytes).chars().take(200).collect(),
+                });
+            };
+            if let Some(e) = r.error {
+                return Err(Error::Rpc {
+                    code: e.code,
+                    message: e.message,
+                });
+            }
+            if !(200..300).contains(&status) {
+                return Err(Error::Http {
+                    status,
+                    body: String::from_utf8_lossy(&bytes).chars().take(200).collect(),
+                });
+            }
+            if r.id != json!(id) {
+                return Err(Error::Decode {
+                    what: "JSON-RPC response",
+                    message: format!("id {} does not match request id {id}", r.id),
+                });
+            }
+            return Ok(r.result.unwrap_or(Value::Null));
+        }
+    }
+}
+
+fn rpc_message(bytes: &[u8]) -> Option<String> {
+    let v: Value = serde_json::from_slice(bytes).ok()?;
+    v.pointer("/error/message")
+        .or_else(|| v.get("message"))
+        .and_then(|m| m.as_str())
+        .map(str::to_string)
+}
+
+/// The JSON-RPC response with `id` among an SSE body's events.
+fn sse_response(bytes: &[u8], id: u64) -> Option<RpcResponse> {
+    let text = String::from_utf8_lossy(bytes);
+    let mut data = String::new();
+    let mut events = Vec::new();
+    for line in text.lines() {
+        if line.is_empty() {
+            if !data.is_empty() {
+                events.push(std::mem::take(&mut data));
+            }
+        } else if let Some(d) = line.strip_prefix("data:") {
+            if !data.is_empty() {
+                data.push('\n');
+            }
+            data.push_str(d.strip_prefix(' ').unwrap_or(d));
+        }
+    }
+    if !data.is_empty() {
+        events.push(data);
+    }
+    events
+        .iter()
+        .filter_map(|e| serde_json::from_str::<RpcResponse>(e).ok())
+        .find(|r| r.id == json!(id))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sse_bodies_yield_the_matching_response() {
+        let body = b"event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"}\n\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{\"ok\":true}}\n\n";
+        let r = sse_response(body, 3).unwrap();
+        assert_eq!(r.result, Some(json!({"ok": true})));
+        assert!(sse_response(body, 4).is_none());
+    }
+
+    #[test]
+    fn tool_result_text_and_json() {
+        let r: ToolResult = serde_json::from_value(json!({
+            "content": [{"type": "text", "text": "{\"count\": 2}"}]
+        }))
+        .unwrap();
+        assert_eq!(r.json().unwrap(), json!({"count": 2}));
+        assert!(!r.is_error);
+    }
+
+    #[test]
+    fn debug_redacts_the_key() {
+        let c = McpConfig::new("http://127.0.0.1:1", "hoopmcp_secret");
+        assert!(!format!("{c:?}").contains("hoopmcp_secret"));
+    }
+}

@@ -1,0 +1,586 @@
+//! The REST client of a sentinel account: log in with email + fixed code,
+//! cache the JWT (see [`crate::token`]), log in again before it expires and
+//! once on a 401, and call every route of [`crate::routes`] with typed
+//! bodies. Paths come from `routes` only.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use reqwest::Method;
+use reqwest::header::CONTENT_TYPE;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use tokio::sync::Mutex;
+
+use hoop_core::clock::now_unix;
+use hoop_core::home::{self, Home};
+
+use crate::error::{Error, parse_retry_after};
+use crate::headers;
+use crate::routes::{self, fill};
+use crate::token::{self, CachedToken};
+use crate::types::*;
+
+/// A request that has not answered after this long is a transport error
+/// (the backend answers in milliseconds; an image upload is the largest body).
+pub const HTTP_TIMEOUT: Duration = Duration::from_secs(60);
+/// Connecting to the backend: loopback or LAN answers at once; anything
+/// slower is down.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How to reach the backend as one account. `Debug` redacts the secret.
+#[derive(Clone)]
+pub struct ClientConfig {
+    /// e.g. `http://127.0.0.1:8080`; a trailing slash is ignored.
+    pub base_url: String,
+    pub email: String,
+    /// The fixed one-time code (public convention `123456`).
+    pub login_code: String,
+    /// Sent as `X-Hoop-Agent-Secret` on every login when set.
+    pub agent_secret: Option<String>,
+    /// Where the JWT is cached; `None` keeps it in memory only.
+    pub token_cache: Option<PathBuf>,
+}
+
+impl std::fmt::Debug for ClientConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientConfig")
+            .field("base_url", &self.base_url)
+            .field("email", &self.email)
+            .field("login_code", &"<redacted>")
+            .field(
+                "agent_secret",
+                &self.agent_secret.as_ref().map(|_| "<redacted>"),
+            )
+            .field("token_cache", &self.token_cache)
+            .finish()
+    }
+}
+
+impl ClientConfig {
+    /// From a home: its `config.json`, the root's `agent.env`, and its
+    /// `.token.json` as the cache.
+    pub fn from_home(home: &Home) -> Result<ClientConfig, Error> {
+        let cfg = home.load_config()?;
+        Ok(ClientConfig {
+            login_code: cfg.login_code().to_string(),
+            base_url: cfg.base_url,
+            email: cfg.email,
+            agent_secret: home::agent_secret(&home.root),
+            token_cache: Some(home.token_path()),
+        })
+    }
+}
+
+/// Filter of `GET /v1/work/cards`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CardFilter {
+    /// `me`, or a user id as text; `None` lists every card.
+    pub assignee: Option<String>,
+    pub status: Option<CardStatus>,
+}
+
+impl CardFilter {
+    /// The caller's own cards.
+    pub fn mine() -> CardFilter {
+        CardFilter {
+            assignee: Some("me".into()),
+            status: None,
+        }
+    }
+}
+
+/// Trim a base URL and check that it is http(s).
+pub(crate) fn normalise_base(url: &str) -> Result<String, Error> {
+    let parsed = url::Url::parse(url).map_err(|e| Error::BadUrl {
+        url: url.to_string(),
+        message: e.to_string(),
+    })?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(Error::BadUrl {
+            url: url.to_string(),
+            message: "the scheme must be http or https".into(),
+        });
+    }
+    Ok(url.trim_end_matches('/').to_string())
+}
+
+pub(crate) fn http_client() -> Result<reqwest::Client, Error> {
+    reqwest::Client::builder()
+        .timeout(HTTP_TIMEOUT)
+        .connect_timeout(CONNECT_TIMEOUT)
+        .build()
+        .map_err(Error::from)
+}
+
+/// The REST client. Cheap to share behind an `Arc`; one login at a time.
+pub struct Client {
+    cfg: ClientConfig,
+    base: String,
+    http: reqwest::Client,
+    token: Mutex<Option<CachedToken>>,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client").field("cfg", &self.cfg).finish()
+    }
+}
+
+impl Client {
+    pub fn new(cfg: ClientConfig) -> Result<Client, Error> {
+        Ok(Client {
+            base: normalise_base(&cfg.base_url)?,
+            http: http_client()?,
+            token: Mutex::new(None),
+            cfg,
+        })
+    }
+
+    /// A client for a home (see [`ClientConfig::from_home`]).
+    pub fn for_home(home: &Home) -> Result<Client, Error> {
+        Client::new(ClientConfig::from_home(home)?)
+    }
+
+    pub fn config(&self) -> &ClientConfig {
+        &self.cfg
+    }
+
+    /// The base URL without a trailing slash.
+    pub fn base_url(&self) -> &str {
+        &self.base
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{}", self.base, path)
+    }
+
+    // ------------------------------------------------------------ auth
+
+    /// Log in now, whatever the cache says, and cache the new token.
+    pub async fn login(&self) -> Result<LoginResponse, Error> {
+        let mut slot = self.token.lock().await;
+        let resp = self.do_login().await?;
+        *slot = Some(CachedToken {
+            token: resp.token.clone(),
+            expires_at: resp.expires_at,
+        });
+        Ok(resp)
+    }
+
+    async fn do_login(&self) -> Result<LoginResponse, Error> {
+        let req = LoginRequest {
+            email: self.cfg.email.clone(),
+            code: self.cfg.login_code.clone(),
+        };
+        let mut rb = self.http.post(self.url(routes::LOGIN)).json(&req);
+        if let Some(secret) = &self.cfg.agent_secret {
+            rb = rb.header(headers::AGENT_SECRET, secret);
+        }
+        let resp = rb.send().await?;
+        let status = resp.status().as_u16();
+        let retry = retry_after_of(&resp);
+        let bytes = resp.bytes().await?;
+        if !(200..300).contains(&status) {
+            return Err(Error::from_status(status, &bytes, retry));
+        }
+        let login: LoginResponse = decode("login response", &bytes)?;
+        tracing::debug!(user = login.user.id, "logged in");
+        if let Some(path) = &self.cfg.token_cache {
+            let cached = CachedToken {
+                token: login.token.clone(),
+                expires_at: login.expires_at,
+            };
+            if let Err(e) = token::store(path, &cached) {
+                // The token in memory still works; the next process logs in.
+                tracing::warn!(path = %path.display(), error = %e, "could not write the token cache");
+            }
+        }
+        Ok(login)
+    }
+
+    /// A usable JWT: the one in memory, else the cached file's, else a fresh
+    /// login. Expiring within the refresh margin counts as expired.
+    pub async fn bearer(&self) -> Result<String, Error> {
+        let mut slot = self.token.lock().await;
+        let now = now_unix();
+        if let Some(t) = slot.as_ref().filter(|t| t.is_fresh(now)) {
+            return Ok(t.token.clone());
+        }
+        if let Some(t) = self
+            .cfg
+            .token_cache
+            .as_deref()
+            .and_then(token::load)
+            .filter(|t| t.is_fresh(now))
+        {
+            let s = t.token.clone();
+            *slot = Some(t);
+            return Ok(s);
+        }
+        let login = self.do_login().await?;
+        let s = login.token.clone();
+        *slot = Some(CachedToken {
+            token: login.token,
+            expires_at: login.expires_at,
+        });
+        Ok(s)
+    }
+
+    /// Forget `token` (it was refused) so the next [`Client::bearer`] logs in
+    /// again, unless another caller already replaced it.
+    pub async fn invalidate(&self, token: &str) {
+        let mut slot = self.token.lock().await;
+        if slot.as_ref().is_some_and(|t| t.token == token) {
+            *slot = None;
+        }
+        if let Some(path) = &self.cfg.token_cache
+            && token::load(path).is_some_and(|t| t.token == token)
+        {
+            // Mark the shared cache stale rather than deleting it.
+            let stale = CachedToken {
+                token: token.to_string(),
+                expires_at: 0,
+            };
+            if let Err(e) = token::store(path, &stale) {
+                tracing::warn!(error = %e, "could not mark the token cache stale");
+            }
+        }
+    }
+
+    // ------------------------------------------------------------ plumbing
+
+    /// One authenticated request; on 401 log in again once and retry once.
+    async fn send_raw(
+        &self,
+        method: Method,
+        path: &str,
+        query: &[(&str, String)],
+        body: Option<Vec<u8>>,
+    ) -> Result<Vec<u8>, Error> {
+        let mut retried = false;
+        loop {
+            let jwt = self.bearer().await?;
+            let mut rb = self
+                .http
+                .request(method.clone(), self.url(path))
+                .bearer_auth(&jwt);
+            if !query.is_empty() {
+                rb = rb.query(query);
+            }
+            if let Some(b) = &body {
+                rb = rb.header(CONTENT_TYPE, "application/json").body(b.clone());
+            }
+            let resp = rb.send().await?;
+            let status = resp.status().as_u16();
+            if status == 401 && !retried {
+                tracing::debug!(path, "401: logging in again");
+                self.invalidate(&jwt).await;
+                retried = true;
+                continue;
+            }
+            let retry = retry_after_of(&resp);
+            let bytes = resp.bytes().await?.to_vec();
+            if (200..300).contains(&status) {
+                return Ok(bytes);
+            }
+            return Err(Error::from_status(status, &bytes, retry));
+        }
+    }
+
+    async fn call<T: DeserializeOwned>(
+        &self,
+        what: &'static str,
+        method: Method,
+        path: &str,
+        query: &[(&str, String)],
+        body: Option<&(impl Serialize + ?Sized)>,
+    ) -> Result<T, Error> {
+        let body = body
+            .map(serde_json::to_vec)
+            .transpose()
+            .map_err(|e| Error::Decode {
+                what,
+                message: e.to_string(),
+            })?;
+        let bytes = self.send_raw(method, path, query, body).await?;
+        decode(what, &bytes)
+    }
+
+    async fn call_unit(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&(impl Serialize + ?Sized)>,
+    ) -> Result<(), Error> {
+        let body = body
+            .map(serde_json::to_vec)
+            .transpose()
+            .map_err(|e| Error::Decode {
+                what: "request body",
+                message: e.to_string(),
+            })?;
+        self.send_raw(method, path, &[], body).await.map(|_| ())
+    }
+
+    // ------------------------------------------------------------ routes
+
+    /// `GET /v1/me`.
+    pub async fn me(&self) -> Result<User, Error> {
+        self.call("user", Method::GET, routes::ME, &[], NO_BODY)
+            .await
+    }
+
+    /// `GET /v1/conversations`.
+    pub async fn conversations(&self) -> Result<Vec<Conversation>, Error> {
+        self.call(
+            "conversations",
+            Method::GET,
+            routes::CONVERSATIONS,
+            &[],
+            NO_BODY,
+        )
+        .await
+    }
+
+    /// `GET /v1/conversations/{id}/members`.
+    pub async fn members(&self, conversation: ConversationId) -> Result<Vec<Member>, Error> {
+        self.call(
+            "members",
+            Method::GET,
+            &fill(routes::CONVERSATION_MEMBERS, conversation),
+            &[],
+            NO_BODY,
+        )
+        .await
+    }
+
+    /// `GET …/messages?limit=&before=`: newest first; `before` pages back.
+    pub async fn messages(
+        &self,
+        conversation: ConversationId,
+        limit: u32,
+        before: Option<MessageId>,
+    ) -> Result<MessagePage, Error> {
+        let mut q = vec![("limit", limit.to_string())];
+        if let Some(b) = before {
+            q.push(("before", b.to_string()));
+        }
+        self.call(
+            "message page",
+            Method::GET,
+            &fill(routes::CONVERSATION_MESSAGES, conversation),
+            &q,
+            NO_BODY,
+        )
+        .await
+    }
+
+    /// `POST …/messages`.
+    pub async fn send(
+        &self,
+        conversation: ConversationId,
+        msg: &SendMessage,
+    ) -> Result<Message, Error> {
+        self.call(
+            "sent message",
+            Method::POST,
+            &fill(routes::CONVERSATION_MESSAGES, conversation),
+            &[],
+            Some(msg),
+        )
+        .await
+    }
+
+    /// `POST …/images`.
+    pub async fn send_image(
+        &self,
+        conversation: ConversationId,
+        img: &SendImage,
+    ) -> Result<Message, Error> {
+        self.call(
+            "sent image",
+            Method::POST,
+            &fill(routes::CONVERSATION_IMAGES, conversation),
+            &[],
+            Some(img),
+        )
+        .await
+    }
+
+    /// `POST /v1/workrooms/heartbeat`.
+    pub async fn heartbeat(&self) -> Result<HeartbeatResponse, Error> {
+        self.call(
+            "heartbeat",
+            Method::POST,
+            routes::HEARTBEAT,
+            &[],
+            Some(&serde_json::json!({})),
+        )
+        .await
+    }
+
+    /// `GET /v1/workrooms/presence`.
+    pub async fn presence(&self) -> Result<Vec<Presence>, Error> {
+        self.call("presence", Method::GET, routes::PRESENCE, &[], NO_BODY)
+            .await
+    }
+
+    /// `POST /v1/workrooms/usage`. Unknown numbers stay `None` (sent as null).
+    pub async fn usage(&self, report: &UsageReport) -> Result<(), Error> {
+        self.call_unit(Method::POST, routes::USAGE, Some(report))
+            .await
+    }
+
+    /// `GET /v1/work/cards?assignee=&status=`.
+    pub async fn cards(&self, filter: &CardFilter) -> Result<Vec<Card>, Error> {
+        let mut q = Vec::new();
+        if let Some(a) = &filter.assignee {
+            q.push(("assignee", a.clone()));
+        }
+        if let Some(s) = filter.status {
+            q.push(("status", wire_word(&s)));
+        }
+        self.call("cards", Method::GET, routes::CARDS, &q, NO_BODY)
+            .await
+    }
+
+    /// `GET /v1/work/cards/{id}`.
+    pub async fn card(&self, id: CardId) -> Result<Card, Error> {
+        self.call("card", Method::GET, &fill(routes::CARD, id), &[], NO_BODY)
+            .await
+    }
+
+    /// `POST /v1/work/cards`.
+    pub async fn create_card(&self, card: &CreateCard) -> Result<Card, Error> {
+        self.call("card", Method::POST, routes::CARDS, &[], Some(card))
+            .await
+    }
+
+    /// `POST …/claim`: queued → working. Never opens a lease.
+    pub async fn claim_card(&self, id: CardId) -> Result<Card, Error> {
+        self.call(
+            "card",
+            Method::POST,
+            &fill(routes::CARD_CLAIM, id),
+            &[],
+            Some(&serde_json::json!({})),
+        )
+        .await
+    }
+
+    /// `POST …/progress`: a note; extends an existing lease only.
+    pub async fn card_progress(&self, id: CardId, note: &str) -> Result<Card, Error> {
+        let body = CardProgress {
+            note: note.to_string(),
+        };
+        self.call(
+            "card",
+            Method::POST,
+            &fill(routes::CARD_PROGRESS, id),
+            &[],
+            Some(&body),
+        )
+        .await
+    }
+
+    /// `POST …/lease`: renew (the only opener of a lease). A card that is not
+    /// working answers 404 — never treat that as renewed.
+    pub async fn renew_lease(&self, id: CardId) -> Result<LeaseResponse, Error> {
+        self.call(
+            "lease",
+            Method::POST,
+            &fill(routes::CARD_LEASE, id),
+            &[],
+            Some(&serde_json::json!({})),
+        )
+        .await
+    }
+
+    /// `POST …/finish`.
+    pub async fn finish_card(&self, id: CardId, finish: &FinishCard) -> Result<Card, Error> {
+        self.call(
+            "card",
+            Method::POST,
+            &fill(routes::CARD_FINISH, id),
+            &[],
+            Some(finish),
+        )
+        .await
+    }
+
+    /// `POST /v1/windows`.
+    pub async fn register_window(&self, w: &RegisterWindow) -> Result<RegisteredWindow, Error> {
+        self.call("window", Method::POST, routes::WINDOWS, &[], Some(w))
+            .await
+    }
+
+    /// `POST /v1/windows/{id}/sync`. Unknown → `NotFound{code: window_not_found}`.
+    pub async fn sync_window(&self, id: &str) -> Result<WindowSync, Error> {
+        self.call(
+            "window sync",
+            Method::POST,
+            &fill(routes::WINDOW_SYNC, id),
+            &[],
+            Some(&serde_json::json!({})),
+        )
+        .await
+    }
+
+    /// `POST /v1/windows/{id}/revoke`.
+    pub async fn revoke_window(&self, id: &str) -> Result<(), Error> {
+        self.call_unit(
+            Method::POST,
+            &fill(routes::WINDOW_REVOKE, id),
+            Some(&serde_json::json!({})),
+        )
+        .await
+    }
+
+    /// `GET /v1/windows`.
+    pub async fn windows(&self) -> Result<Vec<WindowInfo>, Error> {
+        self.call("windows", Method::GET, routes::WINDOWS, &[], NO_BODY)
+            .await
+    }
+}
+
+/// `POST /v1/provision-keys/redeem`: no login; the key is the credential.
+pub async fn redeem(base_url: &str, req: &RedeemRequest) -> Result<RedeemResponse, Error> {
+    let base = normalise_base(base_url)?;
+    let resp = http_client()?
+        .post(format!("{base}{}", routes::PROVISION_REDEEM))
+        .json(req)
+        .send()
+        .await?;
+    let status = resp.status().as_u16();
+    let retry = retry_after_of(&resp);
+    let bytes = resp.bytes().await?;
+    if !(200..300).contains(&status) {
+        return Err(Error::from_status(status, &bytes, retry));
+    }
+    decode("redeem response", &bytes)
+}
+
+const NO_BODY: Option<&()> = None;
+
+pub(crate) fn retry_after_of(resp: &reqwest::Response) -> Option<Duration> {
+    resp.headers()
+        .get(headers::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(parse_retry_after)
+}
+
+pub(crate) fn decode<T: DeserializeOwned>(what: &'static str, bytes: &[u8]) -> Result<T, Error> {
+    serde_json::from_slice(bytes).map_err(|e| Error::Decode {
+        what,
+        message: e.to_string(),
+    })
+}
+
+/// A unit enum's wire word (`working`, …).
+fn wire_word(v: &impl Serialize) -> String {
+    match serde_json::to_value(v) {
+        Ok(serde_json::Value::String(s)) => s,
+        other => format!("{other:?}"),
+    }
+}
