@@ -343,3 +343,87 @@ mod tests {
         assert!(!format!("{c:?}").contains("hoopmcp_secret"));
     }
 }
+
+#[cfg(test)]
+mod http_tests {
+    use super::*;
+    use axum::Router;
+    use axum::http::{HeaderMap, StatusCode};
+    use axum::response::IntoResponse;
+    use axum::routing::post;
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicU32;
+
+    /// `/mcp` that answers 429 `Retry-After: 1` to the first `limited` calls.
+    async fn server(limited: u32) -> (String, Arc<AtomicU32>) {
+        let calls = Arc::new(AtomicU32::new(0));
+        let c = calls.clone();
+        let app = Router::new().route(
+            routes::MCP,
+            post(move |h: HeaderMap, body: axum::body::Bytes| {
+                let c = c.clone();
+                async move {
+                    assert_eq!(
+                        h.get("authorization").unwrap(),
+                        "Bearer hoopmcp_k",
+                        "the key is the bearer"
+                    );
+                    let n = c.fetch_add(1, Ordering::SeqCst);
+                    let req: Value = serde_json::from_slice(&body).unwrap();
+                    if n < limited {
+                        let err = json!({"jsonrpc": "2.0", "id": req["id"],
+                            "error": {"code": -32000, "message": "rate limited"}});
+                        return (
+                            StatusCode::TOO_MANY_REQUESTS,
+                            [("retry-after", "1")],
+                            axum::Json(err),
+                        )
+                            .into_response();
+                    }
+                    axum::Json(json!({"jsonrpc": "2.0", "id": req["id"],
+                        "result": {"tools": [{"name": "chat_read", "inputSchema": {}}]}}))
+                    .into_response()
+                }
+            }),
+        );
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", l.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(l, app).await.unwrap() });
+        (base, calls)
+    }
+
+    #[tokio::test]
+    async fn a_429_waits_retry_after_then_succeeds() {
+        let (base, calls) = server(1).await;
+        let mut cfg = McpConfig::new(base, "hoopmcp_k");
+        cfg.max_retry_wait = Duration::from_secs(2);
+        let c = McpClient::new(cfg).unwrap();
+        let started = std::time::Instant::now();
+        let tools = c.list_tools().await.unwrap();
+        assert_eq!(tools[0].name, "chat_read");
+        assert!(
+            started.elapsed() >= Duration::from_secs(1),
+            "waited Retry-After"
+        );
+        assert_eq!(calls.load(Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test]
+    async fn a_429_beyond_the_max_wait_is_rate_limited() {
+        let (base, calls) = server(u32::MAX).await;
+        let mut cfg = McpConfig::new(base, "hoopmcp_k");
+        cfg.max_retry_wait = Duration::ZERO;
+        let c = McpClient::new(cfg).unwrap();
+        match c.list_tools().await {
+            Err(Error::RateLimited { retry_after }) => {
+                assert_eq!(retry_after, Some(Duration::from_secs(1)))
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            calls.load(Ordering::SeqCst),
+            1,
+            "no retry past the max wait"
+        );
+    }
+}

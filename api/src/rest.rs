@@ -584,3 +584,203 @@ fn wire_word(v: &impl Serialize) -> String {
         other => format!("{other:?}"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::extract::State;
+    use axum::http::{HeaderMap, StatusCode};
+    use axum::routing::{get, post};
+    use axum::{Json, Router};
+    use std::sync::Arc;
+    use std::sync::Mutex as StdMutex;
+
+    /// A tiny login server: every login mints token `t<n>`; only the newest
+    /// token is accepted on `/v1/me` unless `refuse_all` is set.
+    #[derive(Default)]
+    struct Fake {
+        logins: u32,
+        me_calls: u32,
+        secrets: Vec<Option<String>>,
+        refuse_all: bool,
+    }
+    type S = Arc<StdMutex<Fake>>;
+
+    fn user() -> User {
+        User {
+            id: 1,
+            email: "a@x".into(),
+            username: "a".into(),
+            nickname: None,
+            is_agent: true,
+        }
+    }
+
+    async fn login(
+        State(s): State<S>,
+        h: HeaderMap,
+        Json(_): Json<LoginRequest>,
+    ) -> Json<LoginResponse> {
+        let mut f = s.lock().unwrap();
+        f.logins += 1;
+        f.secrets.push(
+            h.get(headers::AGENT_SECRET)
+                .map(|v| v.to_str().unwrap().to_string()),
+        );
+        Json(LoginResponse {
+            token: format!("t{}", f.logins),
+            expires_at: now_unix() + 900,
+            user: user(),
+        })
+    }
+
+    async fn me(
+        State(s): State<S>,
+        h: HeaderMap,
+    ) -> Result<Json<User>, (StatusCode, Json<ErrorBody>)> {
+        let mut f = s.lock().unwrap();
+        f.me_calls += 1;
+        let want = format!("Bearer t{}", f.logins);
+        let got = h.get("authorization").and_then(|v| v.to_str().ok());
+        if f.refuse_all || got != Some(want.as_str()) {
+            return Err((
+                StatusCode::UNAUTHORIZED,
+                Json(ErrorBody {
+                    error: "unauthorized".into(),
+                    message: "bad token".into(),
+                    latest_id: None,
+                    unread: vec![],
+                    retry_after_sec: None,
+                }),
+            ));
+        }
+        Ok(Json(user()))
+    }
+
+    async fn server() -> (String, S) {
+        let s: S = Arc::default();
+        let app = Router::new()
+            .route(routes::LOGIN, post(login))
+            .route(routes::ME, get(me))
+            .with_state(s.clone());
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", l.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(l, app).await.unwrap() });
+        (base, s)
+    }
+
+    fn cfg(base: &str, cache: Option<PathBuf>, secret: Option<&str>) -> ClientConfig {
+        ClientConfig {
+            base_url: format!("{base}/"),
+            email: "a@x".into(),
+            login_code: "123456".into(),
+            agent_secret: secret.map(str::to_string),
+            token_cache: cache,
+        }
+    }
+
+    #[tokio::test]
+    async fn the_cached_token_is_shared_and_reused() {
+        let (base, s) = server().await;
+        let dir = tempfile::tempdir().unwrap();
+        let cache = dir.path().join("h/.token.json");
+        Client::new(cfg(&base, Some(cache.clone()), None))
+            .unwrap()
+            .me()
+            .await
+            .unwrap();
+        // A second process (a second client) reuses the file: no login.
+        let b = Client::new(cfg(&base, Some(cache.clone()), None)).unwrap();
+        b.me().await.unwrap();
+        b.me().await.unwrap();
+        assert_eq!(s.lock().unwrap().logins, 1);
+        assert_eq!(token::load(&cache).unwrap().token, "t1");
+    }
+
+    #[tokio::test]
+    async fn a_token_near_expiry_is_replaced_before_use() {
+        let (base, s) = server().await;
+        let dir = tempfile::tempdir().unwrap();
+        let cache = dir.path().join(".token.json");
+        let margin = hoop_core::limits::JWT_REFRESH_MARGIN.as_secs() as i64;
+        token::store(
+            &cache,
+            &CachedToken {
+                token: "t0".into(),
+                expires_at: now_unix() + margin - 1,
+            },
+        )
+        .unwrap();
+        let c = Client::new(cfg(&base, Some(cache.clone()), None)).unwrap();
+        c.me().await.unwrap();
+        let f = s.lock().unwrap();
+        assert_eq!((f.logins, f.me_calls), (1, 1), "logged in first, no 401");
+    }
+
+    #[tokio::test]
+    async fn a_401_logs_in_again_once_and_retries_once() {
+        let (base, s) = server().await;
+        let c = Client::new(cfg(&base, None, None)).unwrap();
+        c.me().await.unwrap();
+        // Someone else logs in: our token is now refused.
+        s.lock().unwrap().logins += 1;
+        c.me().await.unwrap();
+        assert_eq!(s.lock().unwrap().logins, 3);
+        // Refused whatever the token: exactly one retry, then Unauthorized.
+        s.lock().unwrap().refuse_all = true;
+        let before = s.lock().unwrap().me_calls;
+        let e = c.me().await.unwrap_err();
+        assert!(matches!(e, Error::Unauthorized { .. }), "{e:?}");
+        assert_eq!(s.lock().unwrap().me_calls - before, 2);
+    }
+
+    #[tokio::test]
+    async fn the_agent_secret_goes_on_login_only_when_set() {
+        let (base, s) = server().await;
+        Client::new(cfg(&base, None, Some("s3cr3t")))
+            .unwrap()
+            .login()
+            .await
+            .unwrap();
+        Client::new(cfg(&base, None, None))
+            .unwrap()
+            .login()
+            .await
+            .unwrap();
+        assert_eq!(
+            s.lock().unwrap().secrets,
+            vec![Some("s3cr3t".to_string()), None]
+        );
+    }
+
+    #[test]
+    fn debug_never_prints_the_secret() {
+        let c = cfg("http://127.0.0.1:1", None, Some("s3cr3t"));
+        assert!(!format!("{c:?}").contains("s3cr3t"));
+    }
+
+    #[test]
+    fn config_from_a_home() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::new(dir.path(), "bolt").unwrap();
+        std::fs::create_dir_all(home.dir()).unwrap();
+        std::fs::write(
+            home.config_path(),
+            r#"{"base_url":"http://127.0.0.1:9","email":"bolt@x"}"#,
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("agent.env"), "HOOP_AGENT_SECRET=zz\n").unwrap();
+        let c = ClientConfig::from_home(&home).unwrap();
+        assert_eq!(c.login_code, hoop_core::limits::FIXED_LOGIN_CODE);
+        assert_eq!(c.agent_secret.as_deref(), Some("zz"));
+        assert_eq!(c.token_cache, Some(home.token_path()));
+        assert!(matches!(
+            ClientConfig::from_home(&Home::new(dir.path(), "none").unwrap()),
+            Err(Error::Config(_))
+        ));
+        assert!(matches!(
+            Client::new(cfg("not a url", None, None)),
+            Err(Error::BadUrl { .. })
+        ));
+    }
+}
