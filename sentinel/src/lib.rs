@@ -10,3 +10,7 @@ pub mod plan;
 pub mod policy;
 pub mod prompts;
 pub mod state;
+pub mod agent;
+pub mod daemon;
+pub mod round;
+pub mod tasks;

@@ -1,0 +1,232 @@
+//! The daemon's wiring: take the account lock (held for life), load and
+//! check the home's state, log in, print the `🚀` line, then run the tasks
+//! (ws, cycle, heartbeat, lease renewer, idle reaper) until SIGTERM/SIGINT.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use hoop_api::rest::Client;
+use hoop_api::types::User;
+use hoop_core::clock::now_unix;
+use hoop_core::home::{Home, ROOT_ENV};
+use thiserror::Error;
+
+use crate::agent::Agent;
+use crate::config::{ConfigError, SentinelConfig};
+use crate::constants::{OBITUARIES_FILE, STATUS_FILE};
+use crate::lock::{self, LockError};
+use crate::policy::ws_backoff;
+use crate::prompts::PromptSet;
+use crate::round::RoundCtx;
+use crate::state::{Cursors, Obituaries, StateError, Status};
+use crate::tasks;
+
+/// The environment variable naming the home, for `hoop say` run by the agent.
+pub const HOME_ENV: &str = "HOOP_HOME";
+
+#[derive(Debug, Error)]
+pub enum DaemonError {
+    #[error("another sentinel already runs home {home:?}: {source}")]
+    AlreadyRunning { home: String, source: LockError },
+    #[error(transparent)]
+    Lock(LockError),
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    State(#[from] StateError),
+    #[error("home {0}")]
+    Home(String),
+    #[error("backend client: {0}")]
+    Api(#[from] hoop_api::error::Error),
+}
+
+/// What the agent process needs to be built.
+#[derive(Debug, Clone)]
+pub struct AgentSetup {
+    pub home: Home,
+    pub claude_bin: PathBuf,
+    /// The fixed working directory (`--resume` finds sessions per cwd).
+    pub workdir: PathBuf,
+    /// Full extra environment for the agent process.
+    pub env: BTreeMap<String, String>,
+    pub permission_mode: String,
+    pub allowed_tools: Vec<String>,
+    pub turn_timeout: Duration,
+}
+
+/// The agent's environment: the home's extra env, then what `hoop say`
+/// needs (`HOOP_ROOT`, `HOOP_HOME`, this binary's directory first on PATH),
+/// and `IS_SANDBOX=1` when bypassing permissions (the CLI refuses that mode
+/// as root otherwise).
+pub fn agent_env(home: &Home, cfg: &SentinelConfig, hoop_exe: &Path) -> BTreeMap<String, String> {
+    let mut env = cfg.env.clone();
+    env.insert(ROOT_ENV.into(), home.root.display().to_string());
+    env.insert(HOME_ENV.into(), home.name.clone());
+    let base_path = env
+        .get("PATH")
+        .cloned()
+        .or_else(|| std::env::var("PATH").ok())
+        .unwrap_or_default();
+    if let Some(dir) = hoop_exe.parent() {
+        let p = if base_path.is_empty() {
+            dir.display().to_string()
+        } else {
+            format!("{}:{base_path}", dir.display())
+        };
+        env.insert("PATH".into(), p);
+    }
+    if cfg.permission_mode == "bypassPermissions" {
+        env.entry("IS_SANDBOX".into()).or_insert_with(|| "1".into());
+    }
+    env
+}
+
+/// Log in, retrying with the reconnect backoff until the backend answers
+/// (a sentinel started before its backend must not exit).
+async fn login_until_ok(client: &Client, cfg: &SentinelConfig) -> User {
+    let mut backoff = None;
+    loop {
+        match client.login().await {
+            Ok(r) => return r.user,
+            Err(e) => {
+                let wait = ws_backoff(&cfg.timings, backoff);
+                backoff = Some(wait);
+                tracing::warn!(error = %e, secs = wait.as_secs_f64(), "login failed; retrying");
+                tokio::time::sleep(wait).await;
+            }
+        }
+    }
+}
+
+/// Run the daemon for `home` until a termination signal.
+pub async fn run<A, F>(home: Home, hoop_exe: PathBuf, make_agent: F) -> Result<(), DaemonError>
+where
+    A: Agent,
+    F: FnOnce(AgentSetup) -> A,
+{
+    std::fs::create_dir_all(home.dir())
+        .map_err(|e| DaemonError::Home(format!("{}: {e}", home.dir().display())))?;
+    // The account lock first: nothing else happens in a second instance.
+    let account_lock = lock::account(&home.account_lock_path()).map_err(|e| {
+        if e.is_busy() {
+            DaemonError::AlreadyRunning {
+                home: home.name.clone(),
+                source: e,
+            }
+        } else {
+            DaemonError::Lock(e)
+        }
+    })?;
+    let cfg = SentinelConfig::load(&home.dir())?;
+    // Refuse to start on state that cannot be read (never guess a cursor).
+    let cursors = Cursors::load(&home.cursors_path())?;
+    Obituaries::load(&home.dir().join(OBITUARIES_FILE))?;
+    let backend_cfg = home
+        .load_config()
+        .map_err(|e| DaemonError::Home(e.to_string()))?;
+    let client = Arc::new(Client::for_home(&home)?);
+    let workdir = home.workdir();
+    std::fs::create_dir_all(&workdir)
+        .map_err(|e| DaemonError::Home(format!("{}: {e}", workdir.display())))?;
+    let prompts = PromptSet::load(&home.prompts_dir(), &home.task_path());
+    tracing::info!(
+        "🚀 {} pid={} backend={} email={} claude={} permission={} cursors={} prompts={}",
+        home.name,
+        std::process::id(),
+        backend_cfg.base_url,
+        backend_cfg.email,
+        cfg.claude_bin.display(),
+        cfg.permission_mode,
+        cursors.0.len(),
+        prompts.describe()
+    );
+    let me = login_until_ok(&client, &cfg).await;
+    tracing::info!(user = me.id, username = %me.username, "logged in");
+
+    let setup = AgentSetup {
+        home: home.clone(),
+        claude_bin: cfg.claude_bin.clone(),
+        workdir,
+        env: agent_env(&home, &cfg, &hoop_exe),
+        permission_mode: cfg.permission_mode.clone(),
+        allowed_tools: cfg.allowed_tools.clone(),
+        turn_timeout: cfg.turn_timeout,
+    };
+    let agent = Arc::new(tokio::sync::Mutex::new(make_agent(setup)));
+    let current_card = Arc::new(std::sync::Mutex::new(None));
+    let ctx = Arc::new(RoundCtx {
+        client: client.clone(),
+        home: home.clone(),
+        me: me.clone(),
+        cfg: cfg.clone(),
+        current_card: current_card.clone(),
+    });
+    let connected = Arc::new(AtomicBool::new(false));
+    let (kick_tx, kick_rx) = tokio::sync::mpsc::unbounded_channel();
+    let status = Status {
+        pid: std::process::id(),
+        started_at: now_unix(),
+        ..Default::default()
+    };
+    let _ = status.save(&home.dir().join(STATUS_FILE));
+
+    let mut set = tokio::task::JoinSet::new();
+    set.spawn(tasks::ws::run(
+        client.clone(),
+        me.id,
+        cfg.timings.clone(),
+        kick_tx,
+        connected.clone(),
+    ));
+    set.spawn(tasks::cycle::run(
+        ctx.clone(),
+        agent.clone(),
+        kick_rx,
+        connected.clone(),
+        status,
+    ));
+    set.spawn(tasks::heartbeat::run(client.clone()));
+    set.spawn(tasks::lease::run(client.clone(), current_card));
+    set.spawn(tasks::reaper::run(
+        agent.clone(),
+        cfg.idle_reap,
+        cfg.timings.reaper_tick,
+    ));
+
+    let why = wait_for_signal().await;
+    tracing::info!(signal = why, "stopping");
+    set.abort_all();
+    // A turn in flight holds the agent; stop it either way.
+    match tokio::time::timeout(Duration::from_secs(5), agent.lock()).await {
+        Ok(mut a) => a.stop().await,
+        Err(_) => tracing::warn!("a turn is still running; its process ends with ours"),
+    }
+    drop(account_lock);
+    Ok(())
+}
+
+async fn wait_for_signal() -> &'static str {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut term = match signal(SignalKind::terminate()) {
+            Ok(s) => s,
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+                return "SIGINT";
+            }
+        };
+        tokio::select! {
+            _ = term.recv() => "SIGTERM",
+            _ = tokio::signal::ctrl_c() => "SIGINT",
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+        "ctrl-c"
+    }
+}

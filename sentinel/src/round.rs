@@ -1,0 +1,329 @@
+//! One round (SPEC §2 steps 1–6): pull the conversations that rang, decide
+//! per conversation through [`crate::plan`], commit the non-waking advances,
+//! take the turn lock, assemble preamble and instructions, run the turn, and
+//! carry out [`crate::policy::after_turn`]: commit the cursors only after a
+//! 0-exit turn, post the failure note or the obituary when due.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Instant;
+
+use hoop_api::error::Error as ApiError;
+use hoop_api::rest::Client;
+use hoop_api::types::{
+    Conversation, ConversationId, MessageId, MessageKind, SendMessage, UsageReport, User,
+};
+use hoop_core::clock::now_unix;
+use hoop_core::home::Home;
+use hoop_core::limits::PULL_PAGE;
+use hoop_core::mention::Me;
+
+use crate::agent::{Agent, TurnResult};
+use crate::config::SentinelConfig;
+use crate::constants::{FAILURE_NOTICE, OBITUARIES_FILE, OBITUARY};
+use crate::lock;
+use crate::plan::{self, DecideInput, Decision, InstructionCtx, Page, PullStep, Wake};
+use crate::policy::{self, AfterTurn, Streak, TurnClass};
+use crate::prompts::{PromptSet, parts_for};
+use crate::state::{Cursors, Obituaries, StateError, commit_cursors};
+use crate::tasks::lease::CurrentCard;
+
+/// Which conversations a round looks at.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Targets {
+    pub all: bool,
+    pub conversations: BTreeSet<ConversationId>,
+}
+
+impl Targets {
+    pub fn is_empty(&self) -> bool {
+        !self.all && self.conversations.is_empty()
+    }
+    pub fn merge(&mut self, other: Targets) {
+        self.all |= other.all;
+        self.conversations.extend(other.conversations);
+    }
+    fn wants(&self, c: ConversationId) -> bool {
+        self.all || self.conversations.contains(&c)
+    }
+}
+
+/// How a round ended, for the cycle.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RoundOutcome {
+    /// Nothing to answer (cursors may have advanced without waking).
+    Quiet,
+    /// The turn lock is held by someone else: retry later.
+    Busy,
+    /// A turn ran; the policy decided the rest.
+    Turn { class: TurnClass, after: AfterTurn },
+    /// The backend or the home's state could not be read: nothing changed.
+    Error(String),
+}
+
+/// Everything a round reads.
+pub struct RoundCtx {
+    pub client: Arc<Client>,
+    pub home: Home,
+    pub me: User,
+    pub cfg: SentinelConfig,
+    pub current_card: CurrentCard,
+}
+
+#[derive(Debug, thiserror::Error)]
+enum RoundError {
+    #[error("backend: {0}")]
+    Api(#[from] ApiError),
+    #[error("{0}")]
+    State(#[from] StateError),
+}
+
+impl RoundCtx {
+    fn me(&self) -> Me<'_> {
+        Me {
+            id: self.me.id,
+            username: &self.me.username,
+            nickname: self.me.nickname.as_deref(),
+        }
+    }
+}
+
+/// Run one round.
+pub async fn run<A: Agent>(
+    ctx: &RoundCtx,
+    agent: &tokio::sync::Mutex<A>,
+    targets: &Targets,
+    streak: &mut Streak,
+) -> RoundOutcome {
+    let wakes = match plan_round(ctx, targets).await {
+        Ok(w) => w,
+        Err(e) => {
+            tracing::warn!(error = %e, "round could not be planned; nothing changed");
+            return RoundOutcome::Error(e.to_string());
+        }
+    };
+    if wakes.is_empty() {
+        return RoundOutcome::Quiet;
+    }
+    // Step 4: the turn lock, non-blocking.
+    let turn_lock = match lock::turn(&ctx.home.turn_lock_path()) {
+        Ok(l) => l,
+        Err(e) if e.is_busy() => {
+            tracing::info!(error = %e, "turn lock busy; round retried later");
+            return RoundOutcome::Busy;
+        }
+        Err(e) => return RoundOutcome::Error(e.to_string()),
+    };
+    let (class, after) = turn(ctx, agent, &wakes, streak).await;
+    drop(turn_lock);
+    RoundOutcome::Turn { class, after }
+}
+
+/// Steps 1–3: pull, decide, commit the non-waking advances; return the wakes.
+async fn plan_round(ctx: &RoundCtx, targets: &Targets) -> Result<Vec<Wake>, RoundError> {
+    let convs: Vec<Conversation> = ctx.client.conversations().await?;
+    let cursors_path = ctx.home.cursors_path();
+    let cursors = Cursors::load(&cursors_path)?;
+    let now = now_unix();
+    let mut wakes = vec![];
+    let mut advances: Vec<(ConversationId, MessageId)> = vec![];
+    for conv in convs.iter().filter(|c| targets.wants(c.id)) {
+        let cursor = cursors.get(conv.id);
+        let pulled = pull(&ctx.client, conv.id, cursor).await?;
+        if pulled.missed {
+            tracing::warn!(
+                conversation = conv.id,
+                cursor,
+                "{}: paging stopped before the cursor",
+                plan::MISSED_NOTE
+            );
+        }
+        let input = DecideInput {
+            me: ctx.me(),
+            conversation: conv,
+            cursor,
+            now,
+            new_room_backlog: ctx.cfg.new_room_backlog,
+        };
+        match plan::decide(input, pulled) {
+            Decision::Nothing => {}
+            Decision::Baseline { to } => {
+                tracing::info!(
+                    conversation = conv.id,
+                    to,
+                    "first sight: cursor baselined, backlog not answered"
+                );
+                advances.push((conv.id, to));
+            }
+            Decision::Advance { to, why } => {
+                tracing::info!(
+                    conversation = conv.id,
+                    to,
+                    ?why,
+                    "cursor advanced without waking"
+                );
+                advances.push((conv.id, to));
+            }
+            Decision::Wake(w) => wakes.push(w),
+        }
+    }
+    if !advances.is_empty() {
+        commit_cursors(&cursors_path, &advances)?;
+    }
+    Ok(wakes)
+}
+
+async fn pull(
+    client: &Client,
+    conversation: ConversationId,
+    cursor: Option<MessageId>,
+) -> Result<plan::Pulled, ApiError> {
+    let mut pages: Vec<Page> = vec![];
+    let mut before = None;
+    loop {
+        let p = client.messages(conversation, PULL_PAGE, before).await?;
+        pages.push(Page {
+            messages: p.messages,
+            has_more: p.has_more,
+        });
+        match plan::pull_step(cursor, &pages) {
+            PullStep::Fetch { before: b } => before = Some(b),
+            PullStep::Done(pulled) => return Ok(pulled),
+        }
+    }
+}
+
+/// Steps 5–6 and the policy.
+async fn turn<A: Agent>(
+    ctx: &RoundCtx,
+    agent: &tokio::sync::Mutex<A>,
+    wakes: &[Wake],
+    streak: &mut Streak,
+) -> (TurnClass, AfterTurn) {
+    let rerun = streak.is_rerun();
+    let parts = parts_for(plan::parts_needed(wakes, rerun));
+    let prompts = PromptSet::load(&ctx.home.prompts_dir(), &ctx.home.task_path());
+    let preamble = prompts.preamble(&parts);
+    let ictx = InstructionCtx {
+        home: &ctx.home.name,
+        username: &ctx.me.username,
+        me_id: ctx.me.id,
+        rerun,
+    };
+    let message = plan::instructions(&ictx, wakes);
+    for w in wakes {
+        tracing::info!(
+            conversation = w.conversation_id,
+            messages = ?w.to_answer.iter().map(|m| m.id).collect::<Vec<_>>(),
+            "👋 wake"
+        );
+    }
+    let part_names: Vec<&str> = parts.iter().map(|p| p.name()).collect();
+    tracing::info!(parts = ?part_names, rerun, "🧠 turn started");
+    let started = Instant::now();
+    let result: TurnResult = agent.lock().await.run_turn(&preamble, &message).await;
+    let secs = started.elapsed().as_secs_f64();
+    tracing::info!(class = ?result.class, secs, detail = %result.detail, "🧠 turn finished");
+    report_usage(ctx, &result).await;
+    let after = policy::after_turn(&ctx.cfg.timings, streak, &result.class);
+    if after.commit {
+        let updates: Vec<(ConversationId, MessageId)> =
+            wakes.iter().map(|w| (w.conversation_id, w.to)).collect();
+        match commit_cursors(&ctx.home.cursors_path(), &updates) {
+            Ok(_) => {
+                for (c, to) in &updates {
+                    tracing::info!(conversation = c, to, "📌 cursor committed");
+                }
+            }
+            // The messages will be offered again: a second answer is avoided
+            // by the "own reply newest" rule, never by losing them.
+            Err(e) => tracing::error!(error = %e, "could not commit cursors"),
+        }
+    }
+    if after.post_failure_notice {
+        post_to_rooms(ctx, wakes, FAILURE_NOTICE).await;
+    }
+    if let Some(cause) = &after.obituary_cause {
+        obituary(ctx, wakes, cause).await;
+    }
+    (result.class, after)
+}
+
+/// Report the turn's three numbers, with the current working card if any.
+async fn report_usage(ctx: &RoundCtx, result: &TurnResult) {
+    let u = result.usage.unwrap_or_default();
+    let card_id = match ctx
+        .client
+        .cards(&hoop_api::rest::CardFilter {
+            assignee: Some("me".into()),
+            status: Some(hoop_api::types::CardStatus::Working),
+        })
+        .await
+    {
+        Ok(cards) => cards.iter().find(|c| c.parent_id.is_none()).map(|c| c.id),
+        Err(_) => ctx.current_card.lock().ok().and_then(|c| *c),
+    };
+    let report = UsageReport {
+        card_id,
+        tokens_in: u.tokens_in,
+        tokens_cached_in: u.tokens_cached_in,
+        tokens_out: u.tokens_out,
+    };
+    match ctx.client.usage(&report).await {
+        Ok(_) => tracing::info!(
+            card = ?card_id,
+            tokens_in = ?u.tokens_in,
+            tokens_cached_in = ?u.tokens_cached_in,
+            tokens_out = ?u.tokens_out,
+            "usage reported"
+        ),
+        Err(e) => tracing::warn!(error = %e, "usage report failed"),
+    }
+}
+
+/// Post a failure-kind message (no gate blocks it) to every woken room.
+async fn post_to_rooms(ctx: &RoundCtx, wakes: &[Wake], body: &str) {
+    for w in wakes {
+        let msg = SendMessage {
+            body: body.to_string(),
+            kind: MessageKind::Failure,
+            force: true,
+            ..Default::default()
+        };
+        match ctx.client.send(w.conversation_id, &msg).await {
+            Ok(m) => tracing::info!(
+                conversation = w.conversation_id,
+                message = m.id,
+                body,
+                "posted"
+            ),
+            Err(e) => {
+                tracing::warn!(conversation = w.conversation_id, error = %e, "could not post")
+            }
+        }
+    }
+}
+
+/// The obituary: at most once per hour per cause, remembered in the home.
+async fn obituary(ctx: &RoundCtx, wakes: &[Wake], cause: &str) {
+    let path = ctx.home.dir().join(OBITUARIES_FILE);
+    let last = match Obituaries::load(&path) {
+        Ok(o) => o.last(cause),
+        Err(e) => {
+            tracing::warn!(error = %e, "obituary state unreadable; not posting");
+            return;
+        }
+    };
+    let now = now_unix();
+    if !policy::obituary_due(last, now) {
+        tracing::info!(cause, "login dead; obituary already posted within the hour");
+        return;
+    }
+    // Record first: a crash between the two must not post twice.
+    if let Err(e) = Obituaries::record(&path, cause, now) {
+        tracing::warn!(error = %e, "could not record the obituary; not posting");
+        return;
+    }
+    tracing::error!(cause, "⚰️ login expired: posting the obituary");
+    post_to_rooms(ctx, wakes, OBITUARY).await;
+}
