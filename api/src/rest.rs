@@ -75,7 +75,8 @@ impl ClientConfig {
 /// Filter of `GET /v1/work/cards`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CardFilter {
-    /// `me`, or a user id as text; `None` lists every card.
+    /// `me`, `any`, or a user id as text; `None` is the backend's default
+    /// (`me`).
     pub assignee: Option<String>,
     pub status: Option<CardStatus>,
 }
@@ -307,22 +308,6 @@ impl Client {
         decode(what, &bytes)
     }
 
-    async fn call_unit(
-        &self,
-        method: Method,
-        path: &str,
-        body: Option<&(impl Serialize + ?Sized)>,
-    ) -> Result<(), Error> {
-        let body = body
-            .map(serde_json::to_vec)
-            .transpose()
-            .map_err(|e| Error::Decode {
-                what: "request body",
-                message: e.to_string(),
-            })?;
-        self.send_raw(method, path, &[], body).await.map(|_| ())
-    }
-
     // ------------------------------------------------------------ routes
 
     /// `GET /v1/me`.
@@ -426,10 +411,16 @@ impl Client {
             .await
     }
 
-    /// `POST /v1/workrooms/usage`. Unknown numbers stay `None` (sent as null).
+    /// `POST /v1/workrooms/usage`. Unknown numbers stay `None` (sent as
+    /// null, never 0). The backend's echo of the report is not needed.
     pub async fn usage(&self, report: &UsageReport) -> Result<(), Error> {
-        self.call_unit(Method::POST, routes::USAGE, Some(report))
+        let body = serde_json::to_vec(report).map_err(|e| Error::Decode {
+            what: "usage report",
+            message: e.to_string(),
+        })?;
+        self.send_raw(Method::POST, routes::USAGE, &[], Some(body))
             .await
+            .map(|_| ())
     }
 
     /// `GET /v1/work/cards?assignee=&status=`.
@@ -527,11 +518,13 @@ impl Client {
         .await
     }
 
-    /// `POST /v1/windows/{id}/revoke`.
-    pub async fn revoke_window(&self, id: &str) -> Result<(), Error> {
-        self.call_unit(
+    /// `POST /v1/windows/{id}/revoke` → the window, now revoked.
+    pub async fn revoke_window(&self, id: &str) -> Result<WindowInfo, Error> {
+        self.call(
+            "window",
             Method::POST,
             &fill(routes::WINDOW_REVOKE, id),
+            &[],
             Some(&serde_json::json!({})),
         )
         .await
@@ -559,6 +552,31 @@ pub async fn redeem(base_url: &str, req: &RedeemRequest) -> Result<RedeemRespons
         return Err(Error::from_status(status, &bytes, retry));
     }
     decode("redeem response", &bytes)
+}
+
+/// An image message body: the bytes base64-encoded, with their MIME type.
+pub fn image_message(data: &[u8], mime: &str, caption: &str) -> SendImage {
+    use base64::Engine as _;
+    SendImage {
+        data_base64: base64::engine::general_purpose::STANDARD.encode(data),
+        mime: mime.to_string(),
+        caption: caption.to_string(),
+        expect_latest_id: None,
+        force: false,
+    }
+}
+
+/// The MIME type of an image file by its extension; `None` if not an image
+/// type the backend takes.
+pub fn image_mime(path: &std::path::Path) -> Option<&'static str> {
+    let ext = path.extension()?.to_str()?.to_ascii_lowercase();
+    Some(match ext.as_str() {
+        "png" => "image/png",
+        "jpg" | "jpeg" => "image/jpeg",
+        "gif" => "image/gif",
+        "webp" => "image/webp",
+        _ => return None,
+    })
 }
 
 const NO_BODY: Option<&()> = None;
@@ -751,6 +769,18 @@ mod tests {
             s.lock().unwrap().secrets,
             vec![Some("s3cr3t".to_string()), None]
         );
+    }
+
+    #[test]
+    fn image_bodies_are_base64_with_a_known_mime() {
+        let m = image_message(b"\x89PNG", "image/png", "look");
+        assert_eq!(m.data_base64, "iVBORw==");
+        assert_eq!(
+            image_mime(std::path::Path::new("a/B.JPG")),
+            Some("image/jpeg")
+        );
+        assert_eq!(image_mime(std::path::Path::new("a.txt")), None);
+        assert_eq!(image_mime(std::path::Path::new("noext")), None);
     }
 
     #[test]
