@@ -3,6 +3,7 @@
 //! crate talks to the backend through this one, so adapting to the production
 //! backend is a change here alone.
 
+pub mod admin;
 pub mod error;
 pub mod headers;
 pub mod mcp;

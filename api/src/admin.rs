@@ -1,0 +1,292 @@
+//! The operator client of the reference backend's admin surface
+//! ([`crate::routes::admin`]): create users and rooms, post as anyone, mint
+//! keys, create cards, push events, move the server clock. `hoop backend …`
+//! and the tests drive a running reference backend through it. Production has
+//! no such surface; nothing else in the toolkit calls it.
+//!
+//! Every request carries `Authorization: Bearer <admin token>`.
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::routes::{self, admin as r};
+use crate::types::{
+    Card, Conversation, ConversationId, CreateCard, ErrorBody, Member, Message, SendMessage, User,
+    UserId,
+};
+
+// ---------------------------------------------------------------- wire types
+
+/// `POST admin::USERS`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Default)]
+pub struct CreateUser {
+    pub email: String,
+    pub username: String,
+    #[serde(default)]
+    pub nickname: Option<String>,
+    #[serde(default)]
+    pub is_agent: bool,
+}
+
+/// `POST admin::CONVERSATIONS`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Default)]
+pub struct CreateConversation {
+    pub title: String,
+    #[serde(default)]
+    pub is_workroom: bool,
+    #[serde(default)]
+    pub member_ids: Vec<UserId>,
+}
+
+/// `POST admin::CONVERSATION_MEMBERS` → the members after the add.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct AddMember {
+    pub user_id: UserId,
+}
+
+/// `POST admin::POST_AS`: a message sent as `sender_id`, through the same
+/// gates, rate limit and gap check as the user's own sends.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Default)]
+pub struct PostAs {
+    pub sender_id: UserId,
+    #[serde(flatten)]
+    pub message: SendMessage,
+}
+
+/// `POST admin::MCP_KEYS`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct MintMcpKey {
+    pub user_id: UserId,
+}
+
+/// The freshly minted key: shown once, stored by the server as SHA-256 only.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct MintedMcpKey {
+    pub user_id: UserId,
+    pub key: String,
+    /// `claude mcp add -s user --transport http hoop <base>/mcp --header …`.
+    pub ready_line: String,
+}
+
+/// What redeeming a provisioning key sets up.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum ProvisionKind {
+    /// A daemon account: logs in with email + the fixed code.
+    Sentinel,
+    /// An MCP-key-only account: redeeming mints a `hoopmcp_…` key.
+    Reinforcement,
+}
+
+/// `POST admin::PROVISION_KEYS`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct CreateProvisionKey {
+    pub user_id: UserId,
+    pub kind: ProvisionKind,
+    /// A room the account joins on redeem.
+    #[serde(default)]
+    pub conversation_id: Option<ConversationId>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct CreatedProvisionKey {
+    /// `hoopprov_…`, shown once; stored as SHA-256 only.
+    pub key: String,
+    pub user_id: UserId,
+    pub kind: ProvisionKind,
+    #[serde(default)]
+    pub conversation_id: Option<ConversationId>,
+}
+
+/// `POST admin::CARDS`: a card created by the operator (optionally on behalf
+/// of `creator_id`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Default)]
+pub struct AdminCreateCard {
+    #[serde(flatten)]
+    pub card: CreateCard,
+    #[serde(default)]
+    pub creator_id: Option<UserId>,
+}
+
+/// Which event `admin::PUSH` sends.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum PushEvent {
+    /// `workroom.task.recheck`.
+    Recheck,
+    /// `provision.pending`.
+    ProvisionPending,
+}
+
+/// `POST admin::PUSH`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Push {
+    pub user_id: UserId,
+    pub event: PushEvent,
+    #[serde(default)]
+    pub conversation_id: Option<ConversationId>,
+}
+
+/// How many open WebSocket connections received the event.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Pushed {
+    pub delivered: usize,
+}
+
+/// `POST admin::CLOCK_ADVANCE`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ClockAdvance {
+    pub secs: i64,
+}
+
+/// The server's time after the advance.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ClockNow {
+    pub now: i64,
+}
+
+// ---------------------------------------------------------------- client
+
+#[derive(Debug, Error)]
+pub enum AdminError {
+    #[error("cannot reach the backend: {0}")]
+    Http(#[from] reqwest::Error),
+    #[error("backend answered {status}: {} ({})", .body.message, .body.error)]
+    Api { status: u16, body: ErrorBody },
+    #[error("backend answered {status} with an unreadable body")]
+    Undecodable { status: u16 },
+    #[error("no user matches {0:?}")]
+    NoSuchUser(String),
+}
+
+/// A client of the admin surface. The token is sent on every request and
+/// never logged or printed.
+#[derive(Clone)]
+pub struct AdminClient {
+    base: String,
+    token: String,
+    http: reqwest::Client,
+}
+
+impl std::fmt::Debug for AdminClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AdminClient")
+            .field("base", &self.base)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AdminClient {
+    pub fn new(base_url: &str, admin_token: &str) -> AdminClient {
+        AdminClient {
+            base: base_url.trim_end_matches('/').to_string(),
+            token: admin_token.to_string(),
+            http: reqwest::Client::new(),
+        }
+    }
+
+    async fn call<B: Serialize, T: DeserializeOwned>(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<&B>,
+    ) -> Result<T, AdminError> {
+        let mut req = self
+            .http
+            .request(method, format!("{}{path}", self.base))
+            .bearer_auth(&self.token);
+        if let Some(b) = body {
+            req = req.json(b);
+        }
+        let resp = req.send().await?;
+        let status = resp.status().as_u16();
+        let bytes = resp.bytes().await?;
+        if (200..300).contains(&status) {
+            serde_json::from_slice(&bytes).map_err(|_| AdminError::Undecodable { status })
+        } else {
+            match serde_json::from_slice::<ErrorBody>(&bytes) {
+                Ok(body) => Err(AdminError::Api { status, body }),
+                Err(_) => Err(AdminError::Undecodable { status }),
+            }
+        }
+    }
+
+    async fn post<B: Serialize, T: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &B,
+    ) -> Result<T, AdminError> {
+        self.call(reqwest::Method::POST, path, Some(body)).await
+    }
+
+    pub async fn create_user(&self, req: &CreateUser) -> Result<User, AdminError> {
+        self.post(r::USERS, req).await
+    }
+
+    pub async fn list_users(&self) -> Result<Vec<User>, AdminError> {
+        self.call::<(), _>(reqwest::Method::GET, r::USERS, None)
+            .await
+    }
+
+    /// Find a user by id, username or email.
+    pub async fn resolve_user(&self, who: &str) -> Result<User, AdminError> {
+        let users = self.list_users().await?;
+        let id = who.parse::<UserId>().ok();
+        users
+            .into_iter()
+            .find(|u| Some(u.id) == id || u.username == who || u.email == who)
+            .ok_or_else(|| AdminError::NoSuchUser(who.to_string()))
+    }
+
+    pub async fn create_conversation(
+        &self,
+        req: &CreateConversation,
+    ) -> Result<Conversation, AdminError> {
+        self.post(r::CONVERSATIONS, req).await
+    }
+
+    pub async fn add_member(
+        &self,
+        conversation: ConversationId,
+        user_id: UserId,
+    ) -> Result<Vec<Member>, AdminError> {
+        self.post(
+            &routes::fill(r::CONVERSATION_MEMBERS, conversation),
+            &AddMember { user_id },
+        )
+        .await
+    }
+
+    pub async fn post_as(
+        &self,
+        conversation: ConversationId,
+        req: &PostAs,
+    ) -> Result<Message, AdminError> {
+        self.post(&routes::fill(r::POST_AS, conversation), req)
+            .await
+    }
+
+    pub async fn mint_mcp_key(&self, user_id: UserId) -> Result<MintedMcpKey, AdminError> {
+        self.post(r::MCP_KEYS, &MintMcpKey { user_id }).await
+    }
+
+    pub async fn create_provision_key(
+        &self,
+        req: &CreateProvisionKey,
+    ) -> Result<CreatedProvisionKey, AdminError> {
+        self.post(r::PROVISION_KEYS, req).await
+    }
+
+    pub async fn create_card(&self, req: &AdminCreateCard) -> Result<Card, AdminError> {
+        self.post(r::CARDS, req).await
+    }
+
+    pub async fn push(&self, req: &Push) -> Result<Pushed, AdminError> {
+        self.post(r::PUSH, req).await
+    }
+
+    pub async fn advance_clock(&self, secs: i64) -> Result<ClockNow, AdminError> {
+        self.post(r::CLOCK_ADVANCE, &ClockAdvance { secs }).await
+    }
+}

@@ -1,0 +1,157 @@
+//! The operator surface (`hoop_api::routes::admin`): not a production route.
+//! Every handler requires the admin token. Writes go through the same store
+//! operations (and gates) as the users' own requests.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use hoop_api::admin::{
+    AddMember, AdminCreateCard, ClockAdvance, ClockNow, CreateConversation, CreateProvisionKey,
+    CreateUser, CreatedProvisionKey, MintMcpKey, MintedMcpKey, PostAs, Push, PushEvent, Pushed,
+};
+use hoop_api::routes::admin as r;
+use hoop_api::types::WsEvent;
+
+use crate::App;
+use crate::error::{ApiError, ApiResult};
+use crate::extract::{Admin, Id, JsonBody};
+use crate::rules;
+
+type S = State<Arc<App>>;
+
+pub fn routes() -> Router<Arc<App>> {
+    Router::new()
+        .route(r::USERS, get(list_users).post(create_user))
+        .route(r::CONVERSATIONS, post(create_conversation))
+        .route(r::CONVERSATION_MEMBERS, post(add_member))
+        .route(r::POST_AS, post(post_as))
+        .route(r::MCP_KEYS, post(mint_mcp_key))
+        .route(r::PROVISION_KEYS, post(create_provision_key))
+        .route(r::CARDS, post(create_card))
+        .route(r::PUSH, post(push))
+        .route(r::CLOCK_ADVANCE, post(advance_clock))
+}
+
+fn created<T: serde::Serialize>(v: T) -> Response {
+    (StatusCode::CREATED, axum::Json(v)).into_response()
+}
+
+async fn list_users(State(app): S, _: Admin) -> ApiResult<Response> {
+    Ok(axum::Json(app.store().list_users()?).into_response())
+}
+
+async fn create_user(
+    State(app): S,
+    _: Admin,
+    JsonBody(req): JsonBody<CreateUser>,
+) -> ApiResult<Response> {
+    Ok(created(app.store().create_user(app.clock.now(), &req)?))
+}
+
+async fn create_conversation(
+    State(app): S,
+    _: Admin,
+    JsonBody(req): JsonBody<CreateConversation>,
+) -> ApiResult<Response> {
+    Ok(created(
+        app.store().create_conversation(app.clock.now(), &req)?,
+    ))
+}
+
+async fn add_member(
+    State(app): S,
+    _: Admin,
+    Id(conv): Id,
+    JsonBody(req): JsonBody<AddMember>,
+) -> ApiResult<Response> {
+    Ok(axum::Json(app.store().add_member(conv, req.user_id)?).into_response())
+}
+
+async fn post_as(
+    State(app): S,
+    _: Admin,
+    Id(conv): Id,
+    JsonBody(req): JsonBody<PostAs>,
+) -> ApiResult<Response> {
+    let msg = crate::http::send_and_push(&app, req.sender_id, conv, &req.message, None)?;
+    Ok(created(msg))
+}
+
+async fn mint_mcp_key(
+    State(app): S,
+    _: Admin,
+    JsonBody(req): JsonBody<MintMcpKey>,
+) -> ApiResult<Response> {
+    let key = app.store().mint_mcp_key(app.clock.now(), req.user_id)?;
+    let ready_line = rules::ready_line(&app.base_url, &key);
+    Ok(created(MintedMcpKey {
+        user_id: req.user_id,
+        key,
+        ready_line,
+    }))
+}
+
+async fn create_provision_key(
+    State(app): S,
+    _: Admin,
+    JsonBody(req): JsonBody<CreateProvisionKey>,
+) -> ApiResult<Response> {
+    let key = app.store().create_provision_key(app.clock.now(), &req)?;
+    app.hub.push(&[req.user_id], &WsEvent::ProvisionPending {});
+    Ok(created(CreatedProvisionKey {
+        key,
+        user_id: req.user_id,
+        kind: req.kind,
+        conversation_id: req.conversation_id,
+    }))
+}
+
+async fn create_card(
+    State(app): S,
+    _: Admin,
+    JsonBody(req): JsonBody<AdminCreateCard>,
+) -> ApiResult<Response> {
+    let card = app.store().create_card(app.clock.now(), None, &req)?;
+    if let Some(a) = card.assignee_id {
+        app.hub.push(
+            &[a],
+            &WsEvent::TaskRecheck {
+                conversation_id: card.conversation_id,
+            },
+        );
+    }
+    Ok(created(card))
+}
+
+async fn push(State(app): S, _: Admin, JsonBody(req): JsonBody<Push>) -> ApiResult<Response> {
+    if app.store().user(req.user_id)?.is_none() {
+        return Err(ApiError::not_found(format!("no user {}", req.user_id)));
+    }
+    let ev = match req.event {
+        PushEvent::Recheck => WsEvent::TaskRecheck {
+            conversation_id: req.conversation_id,
+        },
+        PushEvent::ProvisionPending => WsEvent::ProvisionPending {},
+    };
+    let delivered = app.hub.push(&[req.user_id], &ev);
+    Ok(axum::Json(Pushed { delivered }).into_response())
+}
+
+async fn advance_clock(
+    State(app): S,
+    _: Admin,
+    JsonBody(req): JsonBody<ClockAdvance>,
+) -> ApiResult<Response> {
+    if req.secs < 0 {
+        return Err(ApiError::bad_request("the clock only moves forward"));
+    }
+    app.clock.advance(req.secs);
+    Ok(axum::Json(ClockNow {
+        now: app.clock.now(),
+    })
+    .into_response())
+}

@@ -1,0 +1,148 @@
+//! Extractors that turn every kind of bad input into an [`ApiError`] JSON
+//! body: malformed JSON, oversized bodies, bad path ids, bad queries,
+//! missing, wrong or expired tokens.
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::{FromRequest, FromRequestParts, Path, Query, Request};
+use axum::http::StatusCode;
+use axum::http::header::AUTHORIZATION;
+use axum::http::request::Parts;
+use hoop_api::types::User;
+use serde::de::DeserializeOwned;
+use subtle::ConstantTimeEq;
+
+use crate::App;
+use crate::error::ApiError;
+use crate::jwt::{self, JwtError};
+
+/// Read the body; an over-cap body → 413 JSON.
+pub async fn body_bytes(req: Request, state: &Arc<App>, cap: usize) -> Result<Bytes, ApiError> {
+    Bytes::from_request(req, state).await.map_err(|e| {
+        if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::too_large(cap)
+        } else {
+            ApiError::bad_request(format!("cannot read the request body: {e}"))
+        }
+    })
+}
+
+/// A JSON body; malformed → 400 naming what is wrong.
+pub struct JsonBody<T>(pub T);
+
+impl<T: DeserializeOwned> FromRequest<Arc<App>> for JsonBody<T> {
+    type Rejection = ApiError;
+    async fn from_request(req: Request, state: &Arc<App>) -> Result<Self, ApiError> {
+        let bytes = body_bytes(req, state, hoop_core::limits::REST_BODY_CAP_BYTES).await?;
+        serde_json::from_slice(&bytes)
+            .map(JsonBody)
+            .map_err(|e| ApiError::bad_request(format!("malformed JSON body: {e}")))
+    }
+}
+
+/// A JSON body that may be absent (empty → `T::default()`).
+pub struct OptJson<T>(pub T);
+
+impl<T: DeserializeOwned + Default> FromRequest<Arc<App>> for OptJson<T> {
+    type Rejection = ApiError;
+    async fn from_request(req: Request, state: &Arc<App>) -> Result<Self, ApiError> {
+        let bytes = body_bytes(req, state, hoop_core::limits::REST_BODY_CAP_BYTES).await?;
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Ok(OptJson(T::default()));
+        }
+        serde_json::from_slice(&bytes)
+            .map(OptJson)
+            .map_err(|e| ApiError::bad_request(format!("malformed JSON body: {e}")))
+    }
+}
+
+/// A numeric `{id}` path parameter.
+pub struct Id(pub i64);
+
+impl FromRequestParts<Arc<App>> for Id {
+    type Rejection = ApiError;
+    async fn from_request_parts(parts: &mut Parts, state: &Arc<App>) -> Result<Self, ApiError> {
+        let Path(s) = Path::<String>::from_request_parts(parts, state)
+            .await
+            .map_err(|_| ApiError::bad_request("missing id in the path"))?;
+        s.parse::<i64>()
+            .map(Id)
+            .map_err(|_| ApiError::bad_request(format!("{s:?} is not a numeric id")))
+    }
+}
+
+/// A string `{id}` path parameter (window ids).
+pub struct StrId(pub String);
+
+impl FromRequestParts<Arc<App>> for StrId {
+    type Rejection = ApiError;
+    async fn from_request_parts(parts: &mut Parts, state: &Arc<App>) -> Result<Self, ApiError> {
+        Path::<String>::from_request_parts(parts, state)
+            .await
+            .map(|Path(s)| StrId(s))
+            .map_err(|_| ApiError::bad_request("missing id in the path"))
+    }
+}
+
+/// Query parameters; malformed → 400.
+pub struct Q<T>(pub T);
+
+impl<T: DeserializeOwned + Send> FromRequestParts<Arc<App>> for Q<T> {
+    type Rejection = ApiError;
+    async fn from_request_parts(parts: &mut Parts, state: &Arc<App>) -> Result<Self, ApiError> {
+        Query::<T>::from_request_parts(parts, state)
+            .await
+            .map(|Query(q)| Q(q))
+            .map_err(|e| ApiError::bad_request(format!("bad query: {}", e.body_text())))
+    }
+}
+
+/// The `Authorization: Bearer …` value, if any.
+pub fn bearer(parts: &Parts) -> Option<&str> {
+    parts
+        .headers
+        .get(AUTHORIZATION)?
+        .to_str()
+        .ok()?
+        .strip_prefix("Bearer ")
+        .map(str::trim)
+}
+
+/// Resolve a JWT to its user (401 on anything wrong).
+pub fn user_from_jwt(app: &App, token: &str) -> Result<User, ApiError> {
+    let claims = jwt::verify(&app.jwt, token, app.clock.now()).map_err(|e| match e {
+        JwtError::Expired => ApiError::unauthorized("the token expired; log in again"),
+        other => ApiError::unauthorized(other.to_string()),
+    })?;
+    app.store()
+        .user(claims.sub)?
+        .ok_or_else(|| ApiError::unauthorized("the token's user no longer exists"))
+}
+
+/// The logged-in caller (JWT).
+pub struct Caller(pub User);
+
+impl FromRequestParts<Arc<App>> for Caller {
+    type Rejection = ApiError;
+    async fn from_request_parts(parts: &mut Parts, state: &Arc<App>) -> Result<Self, ApiError> {
+        let token = bearer(parts)
+            .ok_or_else(|| ApiError::unauthorized("missing Authorization: Bearer <token>"))?;
+        user_from_jwt(state, token).map(Caller)
+    }
+}
+
+/// The operator (admin token, compared in constant time).
+pub struct Admin;
+
+impl FromRequestParts<Arc<App>> for Admin {
+    type Rejection = ApiError;
+    async fn from_request_parts(parts: &mut Parts, state: &Arc<App>) -> Result<Self, ApiError> {
+        let token = bearer(parts).unwrap_or("");
+        if bool::from(token.as_bytes().ct_eq(state.admin_token.as_bytes())) {
+            Ok(Admin)
+        } else {
+            Err(ApiError::unauthorized("admin token missing or wrong"))
+        }
+    }
+}

@@ -1,0 +1,496 @@
+//! The MCP endpoint (`routes::MCP`): Streamable HTTP, stateless, POST only,
+//! one JSON response per request (no streaming), as production serves it.
+//!
+//! Order of checks, each before the next costs anything: a bearer is
+//! required; a JWT-shaped bearer is refused (401) before any lookup; the key
+//! is looked up by its SHA-256; the key's 300 calls/min window (429,
+//! `Retry-After: 60`, JSON-RPC -32000); the body (cap 160 MiB); JSON-RPC.
+
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use hoop_api::admin::AdminCreateCard;
+use hoop_api::types::mcp::{self as t, *};
+use hoop_api::types::{
+    CardProgress, CreateCard, FinishCard, RegisterWindow, SendImage, SendMessage, User,
+};
+use hoop_core::limits;
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+use crate::App;
+use crate::error::{ApiError, ApiResult};
+use crate::extract::body_bytes;
+use crate::store::{CardFilter, key_hash};
+
+/// The protocol revision answered when the client names none.
+const PROTOCOL_VERSION: &str = "2025-06-18";
+/// JSON-RPC codes (JSON-RPC 2.0 §5.1).
+const PARSE_ERROR: i64 = -32700;
+const INVALID_REQUEST: i64 = -32600;
+const METHOD_NOT_FOUND: i64 = -32601;
+const INVALID_PARAMS: i64 = -32602;
+
+fn rpc_error(
+    status: StatusCode,
+    id: Value,
+    code: i64,
+    message: &str,
+    data: Option<Value>,
+) -> Response {
+    let mut err = json!({"code": code, "message": message});
+    if let Some(d) = data {
+        err["data"] = d;
+    }
+    (
+        status,
+        axum::Json(json!({"jsonrpc": "2.0", "id": id, "error": err})),
+    )
+        .into_response()
+}
+
+fn rpc_result(id: Value, result: Value) -> Response {
+    axum::Json(json!({"jsonrpc": "2.0", "id": id, "result": result})).into_response()
+}
+
+pub async fn handle(State(app): State<Arc<App>>, req: Request) -> Response {
+    let bearer = req
+        .headers()
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(|s| s.trim().to_string());
+    let Some(key) = bearer else {
+        return ApiError::unauthorized("missing Authorization: Bearer hoopmcp_…").into_response();
+    };
+    // Before any lookup: a JWT is never an MCP key.
+    if crate::jwt::is_jwt_shaped(&key) {
+        return ApiError::unauthorized(
+            "a login token (JWT) is not accepted on /mcp; use an MCP key (hoopmcp_…)",
+        )
+        .into_response();
+    }
+    if !key.starts_with(hoop_api::headers::MCP_KEY_PREFIX) {
+        return ApiError::unauthorized("not an MCP key (hoopmcp_…)").into_response();
+    }
+    let hash = key_hash(&key);
+    let user = match app.store().mcp_user(&hash) {
+        Ok(Some(u)) => u,
+        Ok(None) => return ApiError::unauthorized("unknown MCP key").into_response(),
+        Err(e) => return e.into_response(),
+    };
+    let now = app.clock.now();
+    if app.store().mcp_rate(&hash, now).is_err() {
+        let mut resp = rpc_error(
+            StatusCode::TOO_MANY_REQUESTS,
+            Value::Null,
+            limits::MCP_RATE_LIMIT_RPC_CODE,
+            "rate limited: at most 300 calls per minute per key",
+            Some(json!({"error": hoop_api::types::codes::RATE_LIMITED,
+                        "retry_after_sec": limits::MCP_RETRY_AFTER_SECS})),
+        );
+        if let Ok(v) = HeaderValue::from_str(&limits::MCP_RETRY_AFTER_SECS.to_string()) {
+            resp.headers_mut().insert(hoop_api::headers::RETRY_AFTER, v);
+        }
+        return resp;
+    }
+    let bytes = match body_bytes(req, &app, limits::MCP_BODY_CAP_BYTES).await {
+        Ok(b) => b,
+        Err(e) => return e.into_response(),
+    };
+    let msg: Value = match serde_json::from_slice(&bytes) {
+        Ok(v) => v,
+        Err(e) => {
+            return rpc_error(
+                StatusCode::BAD_REQUEST,
+                Value::Null,
+                PARSE_ERROR,
+                &format!("parse error: {e}"),
+                None,
+            );
+        }
+    };
+    let Some(obj) = msg.as_object() else {
+        return rpc_error(
+            StatusCode::BAD_REQUEST,
+            Value::Null,
+            INVALID_REQUEST,
+            "one JSON-RPC request object per POST (no batches)",
+            None,
+        );
+    };
+    let method = obj.get("method").and_then(Value::as_str);
+    let id = obj.get("id").cloned();
+    let (Some(method), Some(_)) = (method, obj.get("jsonrpc")) else {
+        // A response or garbage: nothing to answer but an error.
+        return rpc_error(
+            StatusCode::BAD_REQUEST,
+            id.unwrap_or(Value::Null),
+            INVALID_REQUEST,
+            "not a JSON-RPC 2.0 request",
+            None,
+        );
+    };
+    let Some(id) = id else {
+        // A notification (e.g. notifications/initialized): accepted, no body.
+        return StatusCode::ACCEPTED.into_response();
+    };
+    let params = obj.get("params").cloned().unwrap_or(Value::Null);
+    match method {
+        "initialize" => {
+            let version = params
+                .get("protocolVersion")
+                .and_then(Value::as_str)
+                .unwrap_or(PROTOCOL_VERSION);
+            rpc_result(
+                id,
+                json!({
+                    "protocolVersion": version,
+                    "capabilities": {"tools": {"listChanged": false}},
+                    "serverInfo": {"name": "hoop-refbackend", "version": env!("CARGO_PKG_VERSION")},
+                }),
+            )
+        }
+        "ping" => rpc_result(id, json!({})),
+        "tools/list" => rpc_result(id, json!({"tools": tool_list()})),
+        "tools/call" => {
+            let name = params.get("name").and_then(Value::as_str).unwrap_or("");
+            if !TOOLS.iter().any(|(n, _, _)| *n == name) {
+                return rpc_error(
+                    StatusCode::OK,
+                    id,
+                    INVALID_PARAMS,
+                    &format!("unknown tool {name:?}"),
+                    None,
+                );
+            }
+            let args = params.get("arguments").cloned().unwrap_or(json!({}));
+            let result = match call_tool(&app, &user, name, args) {
+                Ok(v) => json!({
+                    "content": [{"type": "text", "text": v.to_string()}],
+                    "structuredContent": v,
+                    "isError": false,
+                }),
+                Err(e) => {
+                    let v = serde_json::to_value(&e.body).unwrap_or(Value::Null);
+                    json!({
+                        "content": [{"type": "text", "text": v.to_string()}],
+                        "structuredContent": v,
+                        "isError": true,
+                    })
+                }
+            };
+            rpc_result(id, result)
+        }
+        other => rpc_error(
+            StatusCode::OK,
+            id,
+            METHOD_NOT_FOUND,
+            &format!("unknown method {other:?}"),
+            None,
+        ),
+    }
+}
+
+fn args<T: DeserializeOwned>(v: Value) -> ApiResult<T> {
+    let v = if v.is_null() { json!({}) } else { v };
+    serde_json::from_value(v).map_err(|e| ApiError::bad_request(format!("bad arguments: {e}")))
+}
+
+fn to_value<T: serde::Serialize>(v: T) -> ApiResult<Value> {
+    serde_json::to_value(v).map_err(|_| ApiError::internal())
+}
+
+#[derive(Deserialize)]
+struct ConvArgs {
+    conversation_id: i64,
+}
+
+fn call_tool(app: &App, user: &User, name: &str, a: Value) -> ApiResult<Value> {
+    let now = app.clock.now();
+    match name {
+        t::CHAT_LIST => to_value(ChatList {
+            conversations: app.store().conversations_of(user.id)?,
+        }),
+        t::CHAT_READ => {
+            let a: ChatReadArgs = args(a)?;
+            let limit = a
+                .limit
+                .unwrap_or(limits::CHAT_READ_DEFAULT)
+                .clamp(limits::CHAT_READ_MIN, limits::CHAT_READ_MAX);
+            let page = app
+                .store()
+                .messages(user.id, a.conversation_id, limit, a.before)?;
+            to_value(ChatRead {
+                conversation_id: a.conversation_id,
+                count: page.messages.len(),
+                order: "newest_first".into(),
+                oldest_created_at: page.messages.last().map(|m| m.created_at),
+                truncated: page.has_more,
+                messages: page.messages,
+            })
+        }
+        t::CHAT_MEMBERS => {
+            let a: ConvArgs = args(a)?;
+            to_value(ChatMembers {
+                conversation_id: a.conversation_id,
+                members: app.store().members(user.id, a.conversation_id)?,
+            })
+        }
+        t::CHAT_SEND_TEXT => {
+            let a: ChatSendTextArgs = args(a)?;
+            let req = SendMessage {
+                body: a.body,
+                mentions: a.mentions,
+                expect_latest_id: a.expect_latest_id,
+                force: a.force,
+                kind: a.kind,
+            };
+            to_value(crate::http::send_and_push(
+                app,
+                user.id,
+                a.conversation_id,
+                &req,
+                None,
+            )?)
+        }
+        t::CHAT_SEND_IMAGE => {
+            let a: ChatSendImageArgs = args(a)?;
+            let req = SendImage {
+                data_base64: a.data_base64,
+                mime: a.mime,
+                caption: a.caption,
+                expect_latest_id: a.expect_latest_id,
+                force: a.force,
+            };
+            to_value(crate::http::send_image_as(
+                app,
+                user.id,
+                a.conversation_id,
+                &req,
+            )?)
+        }
+        t::WORK_TASKS => {
+            let a: WorkTasksArgs = args(a)?;
+            let f = CardFilter {
+                assignee_id: Some(user.id),
+                status: a.status,
+                ..CardFilter::default()
+            };
+            to_value(WorkTasks {
+                cards: app.store().list_cards(&f)?,
+            })
+        }
+        t::WORK_BEAT => to_value(crate::http::beat(app, user.id)?),
+        t::WORK_TASK_START => {
+            let a: WorkTaskStartArgs = args(a)?;
+            let mut store = app.store();
+            let card_id = match (a.card_id, a.title) {
+                (Some(id), _) => id,
+                (None, Some(title)) => {
+                    // Create and claim under one hold of the store: refuse
+                    // first what the claim would refuse, so a refused start
+                    // leaves no stray queued card behind.
+                    if a.parent_id.is_none() {
+                        let f = CardFilter {
+                            assignee_id: Some(user.id),
+                            status: Some(hoop_api::types::CardStatus::Working),
+                            ..CardFilter::default()
+                        };
+                        if let Some(c) =
+                            store.list_cards(&f)?.iter().find(|c| c.parent_id.is_none())
+                        {
+                            return Err(ApiError::conflict(
+                                hoop_api::types::codes::ALREADY_WORKING,
+                                format!("card {} is already working; finish it first", c.id),
+                            ));
+                        }
+                    }
+                    let req = AdminCreateCard {
+                        card: CreateCard {
+                            title,
+                            assignee_id: Some(user.id),
+                            parent_id: a.parent_id,
+                            conversation_id: a.conversation_id,
+                        },
+                        creator_id: None,
+                    };
+                    store.create_card(now, Some(user.id), &req)?.id
+                }
+                (None, None) => {
+                    return Err(ApiError::bad_request(
+                        "give card_id, or title for a new card",
+                    ));
+                }
+            };
+            to_value(store.claim(now, user.id, card_id)?)
+        }
+        t::WORK_TASK_PROGRESS => {
+            let a: WorkTaskProgressArgs = args(a)?;
+            to_value(app.store().progress(
+                now,
+                user.id,
+                a.card_id,
+                &CardProgress { note: a.note },
+            )?)
+        }
+        t::WORK_TASK_LEASE => {
+            let a: CardIdArgs = args(a)?;
+            to_value(app.store().renew(now, user.id, a.card_id)?)
+        }
+        t::WORK_TASK_FINISH => {
+            let a: WorkTaskFinishArgs = args(a)?;
+            let req = FinishCard {
+                status: a.status,
+                error: a.error,
+            };
+            to_value(app.store().finish(now, user.id, a.card_id, &req)?)
+        }
+        t::WINDOW_REGISTER => {
+            let a: RegisterWindow = args(a)?;
+            to_value(app.store().register_window(now, user.id, &a)?)
+        }
+        t::WINDOW_SYNC => {
+            let a: WindowSyncArgs = args(a)?;
+            to_value(app.store().sync_window(now, user.id, &a.window_id)?)
+        }
+        _ => Err(ApiError::bad_request(format!("unknown tool {name:?}"))),
+    }
+}
+
+/// (name, description, input schema properties + required).
+type ToolSpec = (&'static str, &'static str, fn() -> Value);
+
+const TOOLS: &[ToolSpec] = &[
+    (t::CHAT_LIST, "Conversations you are a member of.", || {
+        schema(json!({}), &[])
+    }),
+    (
+        t::CHAT_READ,
+        "Messages of a conversation, newest first (limit 1-50, default 20; before pages back).",
+        || {
+            schema(
+                json!({"conversation_id": int(), "limit": int(), "before": int()}),
+                &["conversation_id"],
+            )
+        },
+    ),
+    (t::CHAT_MEMBERS, "Members of a conversation.", || {
+        schema(json!({"conversation_id": int()}), &["conversation_id"])
+    }),
+    (
+        t::CHAT_SEND_TEXT,
+        "Send plain text (no markdown). expect_latest_id: newest id you have read; force: send despite unread.",
+        || {
+            schema(
+                json!({
+                    "conversation_id": int(), "body": {"type": "string"},
+                    "mentions": {"type": "array", "items": {"anyOf": [{"type": "integer"}, {"const": "everyone"}]}},
+                    "expect_latest_id": int(), "force": {"type": "boolean"},
+                    "kind": {"enum": ["text", "status", "failure"]}
+                }),
+                &["conversation_id", "body"],
+            )
+        },
+    ),
+    (
+        t::CHAT_SEND_IMAGE,
+        "Send an image (base64) with an optional caption.",
+        || {
+            schema(
+                json!({
+                    "conversation_id": int(), "data_base64": {"type": "string"}, "mime": {"type": "string"},
+                    "caption": {"type": "string"}, "expect_latest_id": int(), "force": {"type": "boolean"}
+                }),
+                &["conversation_id", "data_base64", "mime"],
+            )
+        },
+    ),
+    (t::WORK_TASKS, "Your work cards, newest first.", || {
+        schema(
+            json!({"status": {"enum": ["queued", "working", "done", "failed", "cancelled"]}}),
+            &[],
+        )
+    }),
+    (t::WORK_BEAT, "Heartbeat; answers next_beat_sec.", || {
+        schema(json!({}), &[])
+    }),
+    (
+        t::WORK_TASK_START,
+        "Claim a queued card (card_id), or create and claim a new one (title).",
+        || {
+            schema(
+                json!({"card_id": int(), "title": {"type": "string"}, "parent_id": int(), "conversation_id": int()}),
+                &[],
+            )
+        },
+    ),
+    (
+        t::WORK_TASK_PROGRESS,
+        "A progress note on a working card (extends an existing lease).",
+        || {
+            schema(
+                json!({"card_id": int(), "note": {"type": "string"}}),
+                &["card_id", "note"],
+            )
+        },
+    ),
+    (
+        t::WORK_TASK_LEASE,
+        "Renew the lease of a working card (5 min); renew again after renew_after_sec.",
+        || schema(json!({"card_id": int()}), &["card_id"]),
+    ),
+    (
+        t::WORK_TASK_FINISH,
+        "Finish a card: done, failed (with error) or cancelled; live sub-cards are cancelled.",
+        || {
+            schema(
+                json!({"card_id": int(), "status": {"enum": ["done", "failed", "cancelled"]}, "error": {"type": "string"}}),
+                &["card_id", "status"],
+            )
+        },
+    ),
+    (
+        t::WINDOW_REGISTER,
+        "Register this interactive window.",
+        || {
+            schema(
+                json!({
+                    "installation_id": {"type": "string"}, "machine": {"type": "string"}, "client": {"type": "string"},
+                    "native_session_id": {"type": "string"}, "runtime_id": {"type": "string"},
+                    "rooms_hint": {"type": "array", "items": {"type": "integer"}}, "fallback_hint": {"type": "boolean"}
+                }),
+                &[
+                    "installation_id",
+                    "machine",
+                    "client",
+                    "native_session_id",
+                    "runtime_id",
+                ],
+            )
+        },
+    ),
+    (
+        t::WINDOW_SYNC,
+        "Sync a window: which rooms it handles now (mode rooms|fallback|none).",
+        || schema(json!({"window_id": {"type": "string"}}), &["window_id"]),
+    ),
+];
+
+fn int() -> Value {
+    json!({"type": "integer"})
+}
+
+fn schema(props: Value, required: &[&str]) -> Value {
+    json!({"type": "object", "properties": props, "required": required})
+}
+
+fn tool_list() -> Vec<Value> {
+    TOOLS
+        .iter()
+        .map(|(name, desc, s)| json!({"name": name, "description": desc, "inputSchema": s()}))
+        .collect()
+}

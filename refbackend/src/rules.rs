@@ -1,0 +1,324 @@
+//! The backend's decisions as plain functions over data: rate windows, card
+//! transitions and leases, usage normalisation, presence, window assignment,
+//! mention filtering. The store calls these inside its transactions; the
+//! tables below pin each rule.
+
+use std::collections::{BTreeSet, VecDeque};
+
+use hoop_api::types::{CardStatus, ConversationId, Mention, UserId, WindowMode, WindowSync};
+
+/// Every window the rate limits count over (production: "per minute").
+pub const RATE_WINDOW_SECS: i64 = 60;
+
+/// A sliding one-minute window of event times. `Err(secs)` = the limit is
+/// reached; retry after `secs`.
+pub fn rate_check(log: &mut VecDeque<i64>, now: i64, limit: u32) -> Result<(), u64> {
+    while log.front().is_some_and(|t| *t <= now - RATE_WINDOW_SECS) {
+        log.pop_front();
+    }
+    if log.len() >= limit as usize {
+        let oldest = log.front().copied().unwrap_or(now);
+        return Err((oldest + RATE_WINDOW_SECS - now).max(1) as u64);
+    }
+    Ok(())
+}
+
+/// A reported token count: negative means "not reported" (production).
+pub fn normalize_usage(v: Option<i64>) -> Option<i64> {
+    v.filter(|n| *n >= 0)
+}
+
+/// Why a card transition is refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// The card is not in a state that allows it (409 `invalid_transition`).
+    InvalidTransition,
+    /// `failed` without an error text (400 `error_required`).
+    ErrorRequired,
+    /// Lease on a card that is not working (404 `not_working`).
+    NotWorking,
+}
+
+/// `queued → working`.
+pub fn claim(from: CardStatus) -> Result<CardStatus, Refusal> {
+    match from {
+        CardStatus::Queued => Ok(CardStatus::Working),
+        _ => Err(Refusal::InvalidTransition),
+    }
+}
+
+/// `working → done | failed`, `queued | working → cancelled`; `failed`
+/// needs a non-blank error.
+pub fn finish(
+    from: CardStatus,
+    to: CardStatus,
+    error: Option<&str>,
+) -> Result<CardStatus, Refusal> {
+    let allowed = match to {
+        CardStatus::Done | CardStatus::Failed => from == CardStatus::Working,
+        CardStatus::Cancelled => from.is_live(),
+        CardStatus::Queued | CardStatus::Working => false,
+    };
+    if !allowed {
+        return Err(Refusal::InvalidTransition);
+    }
+    if to == CardStatus::Failed && error.is_none_or(|e| e.trim().is_empty()) {
+        return Err(Refusal::ErrorRequired);
+    }
+    Ok(to)
+}
+
+/// Renew: the only opener of a lease; only a working card has one.
+pub fn renew(status: CardStatus, now: i64, lease_secs: i64) -> Result<i64, Refusal> {
+    if status == CardStatus::Working {
+        Ok(now + lease_secs)
+    } else {
+        Err(Refusal::NotWorking)
+    }
+}
+
+/// Progress extends an existing lease and never opens one.
+pub fn progress_lease(current: Option<i64>, now: i64, lease_secs: i64) -> Option<i64> {
+    current.map(|c| c.max(now + lease_secs))
+}
+
+/// Present = seen within the timeout. Computed on every read, never stored.
+pub fn is_present(last_seen: Option<i64>, now: i64, timeout_secs: i64) -> bool {
+    last_seen.is_some_and(|t| now - t < timeout_secs)
+}
+
+/// Drop structured mentions of users who are not members (silently, as
+/// production does); the structured everyone stays; duplicates go.
+pub fn filter_mentions(mentions: &[Mention], members: &[UserId]) -> Vec<Mention> {
+    let mut seen = BTreeSet::new();
+    let mut out = Vec::new();
+    for m in mentions {
+        let keep = match m {
+            Mention::User(id) => members.contains(id),
+            Mention::Everyone(_) => true,
+        };
+        let key = match m {
+            Mention::User(id) => Some(*id),
+            Mention::Everyone(_) => None,
+        };
+        if keep && seen.insert(key) {
+            out.push(*m);
+        }
+    }
+    out
+}
+
+/// One window as the assignment rule sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WindowView {
+    pub window_id: String,
+    pub revoked: bool,
+    pub rooms_hint: Vec<ConversationId>,
+    pub fallback_hint: bool,
+    pub last_sync_at: Option<i64>,
+}
+
+/// What a window handles:
+/// - revoked → `none`, reason `revoked`;
+/// - a rooms hint → `rooms`: the hinted rooms the account is a member of;
+/// - a fallback hint → `fallback`, excluding every room that another present
+///   window of the same account handles in `rooms` mode;
+/// - neither → `none`, reason `no_assignment`.
+pub fn window_assignment(
+    me: &WindowView,
+    others: &[WindowView],
+    member_rooms: &[ConversationId],
+    now: i64,
+    presence_timeout_secs: i64,
+) -> WindowSync {
+    if me.revoked {
+        return WindowSync {
+            mode: WindowMode::None,
+            rooms: vec![],
+            exclude: vec![],
+            reason: Some("revoked".into()),
+        };
+    }
+    if !me.rooms_hint.is_empty() {
+        let rooms: BTreeSet<_> = me
+            .rooms_hint
+            .iter()
+            .filter(|r| member_rooms.contains(r))
+            .copied()
+            .collect();
+        return WindowSync {
+            mode: WindowMode::Rooms,
+            rooms: rooms.into_iter().collect(),
+            exclude: vec![],
+            reason: None,
+        };
+    }
+    if me.fallback_hint {
+        let exclude: BTreeSet<_> = others
+            .iter()
+            .filter(|w| {
+                w.window_id != me.window_id
+                    && !w.revoked
+                    && is_present(w.last_sync_at, now, presence_timeout_secs)
+            })
+            .flat_map(|w| w.rooms_hint.iter().copied())
+            .collect();
+        return WindowSync {
+            mode: WindowMode::Fallback,
+            rooms: vec![],
+            exclude: exclude.into_iter().collect(),
+            reason: None,
+        };
+    }
+    WindowSync {
+        mode: WindowMode::None,
+        rooms: vec![],
+        exclude: vec![],
+        reason: Some("no_assignment".into()),
+    }
+}
+
+/// The ready line a reinforcement key comes with (production format).
+pub fn ready_line(base_url: &str, key: &str) -> String {
+    format!(
+        "claude mcp add -s user --transport http hoop {}/mcp --header \"Authorization: Bearer {key}\"",
+        base_url.trim_end_matches('/')
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use CardStatus::*;
+
+    #[test]
+    fn rate_window() {
+        let mut log = VecDeque::new();
+        for t in 0..3 {
+            assert_eq!(rate_check(&mut log, 100 + t, 3), Ok(()));
+            log.push_back(100 + t);
+        }
+        assert_eq!(rate_check(&mut log, 110, 3), Err(50));
+        assert_eq!(rate_check(&mut log, 159, 3), Err(1));
+        assert_eq!(rate_check(&mut log, 160, 3), Ok(()));
+        assert_eq!(log.len(), 2);
+    }
+
+    #[test]
+    fn usage_negative_is_not_reported() {
+        assert_eq!(normalize_usage(Some(-1)), None);
+        assert_eq!(normalize_usage(None), None);
+        assert_eq!(normalize_usage(Some(0)), Some(0));
+        assert_eq!(normalize_usage(Some(12)), Some(12));
+    }
+
+    type Case = (
+        CardStatus,
+        CardStatus,
+        Option<&'static str>,
+        Result<CardStatus, Refusal>,
+    );
+
+    #[test]
+    fn transitions() {
+        assert_eq!(claim(Queued), Ok(Working));
+        for s in [Working, Done, Failed, Cancelled] {
+            assert_eq!(claim(s), Err(Refusal::InvalidTransition), "{s:?}");
+        }
+        let cases: &[Case] = &[
+            (Working, Done, None, Ok(Done)),
+            (Working, Failed, Some("boom"), Ok(Failed)),
+            (Working, Failed, None, Err(Refusal::ErrorRequired)),
+            (Working, Failed, Some("  "), Err(Refusal::ErrorRequired)),
+            (Working, Cancelled, None, Ok(Cancelled)),
+            (Queued, Cancelled, None, Ok(Cancelled)),
+            (Queued, Done, None, Err(Refusal::InvalidTransition)),
+            (Done, Cancelled, None, Err(Refusal::InvalidTransition)),
+            (Working, Working, None, Err(Refusal::InvalidTransition)),
+            (Failed, Failed, Some("x"), Err(Refusal::InvalidTransition)),
+        ];
+        for (from, to, err, want) in cases {
+            assert_eq!(finish(*from, *to, *err), *want, "{from:?}->{to:?}");
+        }
+    }
+
+    #[test]
+    fn leases() {
+        assert_eq!(renew(Working, 100, 300), Ok(400));
+        for s in [Queued, Done, Failed, Cancelled] {
+            assert_eq!(renew(s, 100, 300), Err(Refusal::NotWorking));
+        }
+        assert_eq!(progress_lease(None, 100, 300), None, "never opens");
+        assert_eq!(progress_lease(Some(150), 100, 300), Some(400));
+        assert_eq!(progress_lease(Some(900), 100, 300), Some(900));
+    }
+
+    #[test]
+    fn presence() {
+        assert!(!is_present(None, 1000, 180));
+        assert!(is_present(Some(1000 - 179), 1000, 180));
+        assert!(!is_present(Some(1000 - 180), 1000, 180));
+    }
+
+    #[test]
+    fn mentions_of_non_members_are_dropped() {
+        let m = [
+            Mention::User(1),
+            Mention::User(9),
+            Mention::EVERYONE,
+            Mention::User(1),
+            Mention::EVERYONE,
+        ];
+        assert_eq!(
+            filter_mentions(&m, &[1, 2]),
+            vec![Mention::User(1), Mention::EVERYONE]
+        );
+    }
+
+    fn w(id: &str, rooms: &[i64], fallback: bool, sync: Option<i64>) -> WindowView {
+        WindowView {
+            window_id: id.into(),
+            revoked: false,
+            rooms_hint: rooms.to_vec(),
+            fallback_hint: fallback,
+            last_sync_at: sync,
+        }
+    }
+
+    #[test]
+    fn window_assignment_table() {
+        let now = 10_000;
+        let a = w("a", &[1, 2, 99], false, Some(now));
+        let s = window_assignment(&a, &[], &[1, 2, 3], now, 180);
+        assert_eq!((s.mode, s.rooms.clone()), (WindowMode::Rooms, vec![1, 2]));
+
+        let fb = w("f", &[], true, Some(now));
+        let stale = w("s", &[3], false, Some(now - 500));
+        let all = [a.clone(), fb.clone(), stale];
+        let s = window_assignment(&fb, &all, &[1, 2, 3], now, 180);
+        assert_eq!(s.mode, WindowMode::Fallback);
+        assert_eq!(s.exclude, vec![1, 2, 99], "stale windows exclude nothing");
+
+        let mut r = a.clone();
+        r.revoked = true;
+        let s = window_assignment(&r, &[], &[1], now, 180);
+        assert_eq!(
+            (s.mode, s.reason.as_deref()),
+            (WindowMode::None, Some("revoked"))
+        );
+
+        let n = w("n", &[], false, None);
+        assert_eq!(
+            window_assignment(&n, &[], &[1], now, 180).mode,
+            WindowMode::None
+        );
+    }
+
+    #[test]
+    fn ready_line_format() {
+        assert_eq!(
+            ready_line("http://127.0.0.1:9/", "hoopmcp_x"),
+            "claude mcp add -s user --transport http hoop http://127.0.0.1:9/mcp --header \"Authorization: Bearer hoopmcp_x\""
+        );
+    }
+}

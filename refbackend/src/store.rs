@@ -1,0 +1,1234 @@
+//! The data: one SQLite connection (a file with `--db`, else in memory) plus
+//! the in-memory rate windows. Every operation that writes runs in ONE
+//! transaction, so a refused or failed request leaves nothing half-written.
+//! Decisions come from [`crate::rules`] and `hoop_core::gates`; this module
+//! only loads, decides and stores.
+
+use std::collections::{HashMap, VecDeque};
+use std::path::Path;
+
+use axum::http::StatusCode;
+use base64::Engine;
+use hoop_api::admin::{
+    AdminCreateCard, CreateConversation, CreateProvisionKey, CreateUser, ProvisionKind,
+};
+use hoop_api::types::{
+    Card, CardId, CardProgress, CardStatus, Conversation, ConversationId, FinishCard,
+    LeaseResponse, Member, Mention, Message, MessageId, MessageKind, MessagePage, Presence,
+    RedeemRequest, RedeemResponse, RegisterWindow, RegisteredWindow, SendMessage, UsageReport,
+    User, UserId, WindowInfo, WindowSync, codes,
+};
+use hoop_core::gates::{self, GateError, SendKind};
+use hoop_core::limits;
+use rusqlite::{Connection, OptionalExtension, Row, params};
+use sha2::{Digest, Sha256};
+
+use crate::error::{ApiError, ApiResult};
+use crate::rules::{self, Refusal, WindowView};
+
+/// Most unread messages a `gap` answer carries (newest first).
+pub const GAP_UNREAD_MAX: i64 = 50;
+/// REST `GET …/messages` page size when `limit` is absent, and its bounds.
+pub const PAGE_DEFAULT: u32 = 20;
+pub const PAGE_MAX: u32 = 100;
+/// Prefix of provisioning keys (`hoopprov_…`), to tell them from MCP keys.
+pub const PROVISION_KEY_PREFIX: &str = "hoopprov_";
+/// Random bytes in a minted key (hex-encoded after the prefix).
+const KEY_BYTES: usize = 32;
+
+const SCHEMA: &str = "
+PRAGMA foreign_keys = ON;
+CREATE TABLE IF NOT EXISTS users (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    email TEXT NOT NULL UNIQUE,
+    username TEXT NOT NULL UNIQUE,
+    nickname TEXT,
+    is_agent INTEGER NOT NULL,
+    created_at INTEGER NOT NULL,
+    last_beat_at INTEGER
+);
+CREATE TABLE IF NOT EXISTS conversations (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    title TEXT NOT NULL,
+    is_workroom INTEGER NOT NULL,
+    created_at INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS members (
+    conversation_id INTEGER NOT NULL REFERENCES conversations(id),
+    user_id INTEGER NOT NULL REFERENCES users(id),
+    PRIMARY KEY (conversation_id, user_id)
+);
+CREATE TABLE IF NOT EXISTS messages (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    conversation_id INTEGER NOT NULL REFERENCES conversations(id),
+    sender_id INTEGER NOT NULL REFERENCES users(id),
+    body TEXT NOT NULL,
+    mentions TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    created_at INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS messages_by_conversation ON messages (conversation_id, id);
+CREATE TABLE IF NOT EXISTS images (
+    message_id INTEGER PRIMARY KEY REFERENCES messages(id),
+    mime TEXT NOT NULL,
+    data BLOB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS mcp_keys (
+    key_sha256 TEXT PRIMARY KEY,
+    user_id INTEGER NOT NULL REFERENCES users(id),
+    created_at INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS provision_keys (
+    key_sha256 TEXT PRIMARY KEY,
+    user_id INTEGER NOT NULL REFERENCES users(id),
+    kind TEXT NOT NULL,
+    conversation_id INTEGER REFERENCES conversations(id),
+    created_at INTEGER NOT NULL,
+    redeemed_at INTEGER
+);
+CREATE TABLE IF NOT EXISTS installations (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    user_id INTEGER NOT NULL REFERENCES users(id),
+    machine TEXT NOT NULL,
+    name TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    UNIQUE (machine, name)
+);
+CREATE TABLE IF NOT EXISTS cards (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    title TEXT NOT NULL,
+    status TEXT NOT NULL,
+    assignee_id INTEGER REFERENCES users(id),
+    creator_id INTEGER REFERENCES users(id),
+    parent_id INTEGER REFERENCES cards(id),
+    conversation_id INTEGER REFERENCES conversations(id),
+    error TEXT,
+    lease_expires_at INTEGER,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS cards_by_parent ON cards (parent_id);
+CREATE TABLE IF NOT EXISTS card_notes (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    card_id INTEGER NOT NULL REFERENCES cards(id),
+    author_id INTEGER REFERENCES users(id),
+    note TEXT NOT NULL,
+    created_at INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS usage_reports (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    user_id INTEGER NOT NULL REFERENCES users(id),
+    card_id INTEGER REFERENCES cards(id),
+    tokens_in INTEGER,
+    tokens_cached_in INTEGER,
+    tokens_out INTEGER,
+    created_at INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS windows (
+    id TEXT PRIMARY KEY,
+    user_id INTEGER NOT NULL REFERENCES users(id),
+    installation_id TEXT NOT NULL,
+    machine TEXT NOT NULL,
+    client TEXT NOT NULL,
+    native_session_id TEXT NOT NULL,
+    runtime_id TEXT NOT NULL,
+    rooms_hint TEXT NOT NULL,
+    fallback_hint INTEGER NOT NULL,
+    revoked INTEGER NOT NULL DEFAULT 0,
+    created_at INTEGER NOT NULL,
+    last_sync_at INTEGER
+);
+";
+
+/// SHA-256 hex of a key: the only form in which keys are stored.
+pub fn key_hash(key: &str) -> String {
+    hex::encode(Sha256::digest(key.as_bytes()))
+}
+
+fn new_key(prefix: &str) -> String {
+    let bytes: [u8; KEY_BYTES] = rand::random();
+    format!("{prefix}{}", hex::encode(bytes))
+}
+
+fn status_str(s: CardStatus) -> &'static str {
+    match s {
+        CardStatus::Queued => "queued",
+        CardStatus::Working => "working",
+        CardStatus::Done => "done",
+        CardStatus::Failed => "failed",
+        CardStatus::Cancelled => "cancelled",
+    }
+}
+
+fn parse_status(s: &str) -> CardStatus {
+    match s {
+        "working" => CardStatus::Working,
+        "done" => CardStatus::Done,
+        "failed" => CardStatus::Failed,
+        "cancelled" => CardStatus::Cancelled,
+        _ => CardStatus::Queued,
+    }
+}
+
+fn kind_str(k: MessageKind) -> &'static str {
+    match k {
+        MessageKind::Text => "text",
+        MessageKind::Image => "image",
+        MessageKind::Status => "status",
+        MessageKind::Failure => "failure",
+    }
+}
+
+fn parse_kind(s: &str) -> MessageKind {
+    match s {
+        "image" => MessageKind::Image,
+        "status" => MessageKind::Status,
+        "failure" => MessageKind::Failure,
+        _ => MessageKind::Text,
+    }
+}
+
+fn refusal(r: Refusal, what: &str) -> ApiError {
+    match r {
+        Refusal::InvalidTransition => ApiError::conflict(
+            codes::INVALID_TRANSITION,
+            format!("{what} is not allowed from the card's current status"),
+        ),
+        Refusal::ErrorRequired => ApiError::new(
+            StatusCode::BAD_REQUEST,
+            codes::ERROR_REQUIRED,
+            "a card can only fail with an error text",
+        ),
+        Refusal::NotWorking => ApiError::new(
+            StatusCode::NOT_FOUND,
+            codes::NOT_WORKING,
+            "the card is not working: there is no lease to renew",
+        ),
+    }
+}
+
+fn gate_error(e: GateError) -> ApiError {
+    match e {
+        GateError::Markdown(_) => ApiError::new(
+            StatusCode::BAD_REQUEST,
+            codes::MARKDOWN_REFUSED,
+            e.to_string(),
+        ),
+        GateError::TooLong { .. } => {
+            ApiError::new(StatusCode::BAD_REQUEST, codes::BODY_TOO_LONG, e.to_string())
+        }
+        GateError::Empty => ApiError::bad_request(e.to_string()),
+    }
+}
+
+fn is_unique_violation(e: &rusqlite::Error) -> bool {
+    matches!(e, rusqlite::Error::SqliteFailure(f, _)
+        if f.code == rusqlite::ErrorCode::ConstraintViolation)
+}
+
+const USER_COLS: &str = "id, email, username, nickname, is_agent";
+
+fn user_row(r: &Row<'_>) -> rusqlite::Result<User> {
+    Ok(User {
+        id: r.get(0)?,
+        email: r.get(1)?,
+        username: r.get(2)?,
+        nickname: r.get(3)?,
+        is_agent: r.get(4)?,
+    })
+}
+
+const MESSAGE_SELECT: &str = "SELECT m.id, m.conversation_id, m.sender_id, u.username, m.body, \
+     m.mentions, m.kind, m.created_at FROM messages m JOIN users u ON u.id = m.sender_id";
+
+fn message_row(r: &Row<'_>) -> rusqlite::Result<Message> {
+    let mentions: String = r.get(5)?;
+    let kind: String = r.get(6)?;
+    Ok(Message {
+        id: r.get(0)?,
+        conversation_id: r.get(1)?,
+        sender_id: r.get(2)?,
+        sender_username: r.get(3)?,
+        body: r.get(4)?,
+        mentions: serde_json::from_str(&mentions).unwrap_or_default(),
+        kind: parse_kind(&kind),
+        created_at: r.get(7)?,
+    })
+}
+
+const CARD_SELECT: &str = "SELECT c.id, c.title, c.status, c.assignee_id, c.parent_id, \
+     c.conversation_id, c.error, c.lease_expires_at, \
+     (SELECT SUM(u.tokens_in) FROM usage_reports u WHERE u.card_id = c.id), \
+     (SELECT SUM(u.tokens_cached_in) FROM usage_reports u WHERE u.card_id = c.id), \
+     (SELECT SUM(u.tokens_out) FROM usage_reports u WHERE u.card_id = c.id), \
+     c.created_at, c.updated_at, c.creator_id FROM cards c";
+
+/// A card plus who created it (for permission checks).
+struct CardRow {
+    card: Card,
+    creator_id: Option<UserId>,
+}
+
+fn card_row(r: &Row<'_>) -> rusqlite::Result<CardRow> {
+    let status: String = r.get(2)?;
+    Ok(CardRow {
+        card: Card {
+            id: r.get(0)?,
+            title: r.get(1)?,
+            status: parse_status(&status),
+            assignee_id: r.get(3)?,
+            parent_id: r.get(4)?,
+            conversation_id: r.get(5)?,
+            error: r.get(6)?,
+            lease_expires_at: r.get(7)?,
+            tokens_in: r.get(8)?,
+            tokens_cached_in: r.get(9)?,
+            tokens_out: r.get(10)?,
+            created_at: r.get(11)?,
+            updated_at: r.get(12)?,
+        },
+        creator_id: r.get(13)?,
+    })
+}
+
+/// Filters for listing cards.
+#[derive(Debug, Clone, Default)]
+pub struct CardFilter {
+    pub assignee_id: Option<UserId>,
+    pub status: Option<CardStatus>,
+    pub parent_id: Option<CardId>,
+    pub conversation_id: Option<ConversationId>,
+}
+
+pub struct Store {
+    conn: Connection,
+    /// Send times per user (60/min).
+    send_log: HashMap<UserId, VecDeque<i64>>,
+    /// Call times per MCP key hash (300/min).
+    mcp_log: HashMap<String, VecDeque<i64>>,
+}
+
+// ---------------------------------------------------------------- reads
+
+fn load_user(c: &Connection, id: UserId) -> ApiResult<Option<User>> {
+    Ok(c.query_row(
+        &format!("SELECT {USER_COLS} FROM users WHERE id = ?1"),
+        [id],
+        user_row,
+    )
+    .optional()?)
+}
+
+fn conversation_exists(c: &Connection, id: ConversationId) -> ApiResult<bool> {
+    Ok(c.query_row(
+        "SELECT 1 FROM conversations WHERE id = ?1",
+        [id],
+        |_| Ok(()),
+    )
+    .optional()?
+    .is_some())
+}
+
+fn is_member(c: &Connection, conv: ConversationId, user: UserId) -> ApiResult<bool> {
+    Ok(c.query_row(
+        "SELECT 1 FROM members WHERE conversation_id = ?1 AND user_id = ?2",
+        [conv, user],
+        |_| Ok(()),
+    )
+    .optional()?
+    .is_some())
+}
+
+/// 404 for an unknown conversation, 403 `not_member` for a known one the
+/// caller is not in.
+fn require_member(c: &Connection, conv: ConversationId, user: UserId) -> ApiResult<()> {
+    if !conversation_exists(c, conv)? {
+        return Err(ApiError::not_found(format!("no conversation {conv}")));
+    }
+    if !is_member(c, conv, user)? {
+        return Err(ApiError::not_member());
+    }
+    Ok(())
+}
+
+fn member_ids(c: &Connection, conv: ConversationId) -> ApiResult<Vec<UserId>> {
+    let mut st = c.prepare("SELECT user_id FROM members WHERE conversation_id = ?1")?;
+    let ids = st
+        .query_map([conv], |r| r.get(0))?
+        .collect::<rusqlite::Result<Vec<UserId>>>()?;
+    Ok(ids)
+}
+
+fn load_members(c: &Connection, conv: ConversationId) -> ApiResult<Vec<Member>> {
+    let mut st = c.prepare(
+        "SELECT u.id, u.username, u.nickname, u.is_agent FROM members m \
+         JOIN users u ON u.id = m.user_id WHERE m.conversation_id = ?1 ORDER BY u.id",
+    )?;
+    let v = st
+        .query_map([conv], |r| {
+            Ok(Member {
+                user_id: r.get(0)?,
+                username: r.get(1)?,
+                nickname: r.get(2)?,
+                is_agent: r.get(3)?,
+            })
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(v)
+}
+
+fn load_conversation(c: &Connection, id: ConversationId) -> ApiResult<Conversation> {
+    Ok(c.query_row(
+        "SELECT c.id, c.title, c.is_workroom, \
+         (SELECT MAX(id) FROM messages WHERE conversation_id = c.id), \
+         (SELECT COUNT(*) FROM members m JOIN users u ON u.id = m.user_id \
+            WHERE m.conversation_id = c.id AND u.is_agent = 1) \
+         FROM conversations c WHERE c.id = ?1",
+        [id],
+        |r| {
+            Ok(Conversation {
+                id: r.get(0)?,
+                title: r.get(1)?,
+                is_workroom: r.get(2)?,
+                latest_message_id: r.get(3)?,
+                ai_member_count: r.get(4)?,
+            })
+        },
+    )?)
+}
+
+fn latest_message_id(c: &Connection, conv: ConversationId) -> ApiResult<Option<MessageId>> {
+    Ok(c.query_row(
+        "SELECT MAX(id) FROM messages WHERE conversation_id = ?1",
+        [conv],
+        |r| r.get(0),
+    )?)
+}
+
+fn load_card(c: &Connection, id: CardId) -> ApiResult<CardRow> {
+    c.query_row(&format!("{CARD_SELECT} WHERE c.id = ?1"), [id], card_row)
+        .optional()?
+        .ok_or_else(|| ApiError::not_found(format!("no card {id}")))
+}
+
+/// Only the assignee or the creator acts on a card.
+fn require_actor(row: &CardRow, caller: UserId) -> ApiResult<()> {
+    if row.card.assignee_id == Some(caller) || row.creator_id == Some(caller) {
+        Ok(())
+    } else {
+        Err(ApiError::forbidden(
+            "only the card's assignee or creator may change it",
+        ))
+    }
+}
+
+fn window_views(c: &Connection, user: UserId) -> ApiResult<Vec<WindowView>> {
+    let mut st = c.prepare(
+        "SELECT id, revoked, rooms_hint, fallback_hint, last_sync_at FROM windows \
+         WHERE user_id = ?1",
+    )?;
+    let v = st
+        .query_map([user], |r| {
+            let hint: String = r.get(2)?;
+            Ok(WindowView {
+                window_id: r.get(0)?,
+                revoked: r.get(1)?,
+                rooms_hint: serde_json::from_str(&hint).unwrap_or_default(),
+                fallback_hint: r.get(3)?,
+                last_sync_at: r.get(4)?,
+            })
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(v)
+}
+
+fn window_not_found(id: &str) -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        codes::WINDOW_NOT_FOUND,
+        format!("no window {id:?} for this account; register again"),
+    )
+}
+
+fn presence_timeout() -> i64 {
+    limits::PRESENCE_TIMEOUT.as_secs() as i64
+}
+
+impl Store {
+    /// Open (and create the schema of) the database: a file, or memory.
+    pub fn open(db: Option<&Path>) -> rusqlite::Result<Store> {
+        let conn = match db {
+            Some(p) => Connection::open(p)?,
+            None => Connection::open_in_memory()?,
+        };
+        conn.execute_batch(SCHEMA)?;
+        Ok(Store {
+            conn,
+            send_log: HashMap::new(),
+            mcp_log: HashMap::new(),
+        })
+    }
+
+    // ------------------------------------------------------------ users
+
+    pub fn create_user(&mut self, now: i64, req: &CreateUser) -> ApiResult<User> {
+        let email = req.email.trim();
+        let username = req.username.trim();
+        if email.is_empty() || username.is_empty() {
+            return Err(ApiError::bad_request("email and username are required"));
+        }
+        let tx = self.conn.transaction()?;
+        let r = tx.execute(
+            "INSERT INTO users (email, username, nickname, is_agent, created_at) \
+             VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![email, username, req.nickname, req.is_agent, now],
+        );
+        match r {
+            Err(e) if is_unique_violation(&e) => {
+                return Err(ApiError::conflict(
+                    codes::CONFLICT,
+                    "a user with this email or username exists",
+                ));
+            }
+            r => r?,
+        };
+        let id = tx.last_insert_rowid();
+        let user = load_user(&tx, id)?.ok_or_else(ApiError::internal)?;
+        tx.commit()?;
+        Ok(user)
+    }
+
+    pub fn list_users(&self) -> ApiResult<Vec<User>> {
+        let mut st = self
+            .conn
+            .prepare(&format!("SELECT {USER_COLS} FROM users ORDER BY id"))?;
+        let v = st
+            .query_map([], user_row)?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(v)
+    }
+
+    pub fn user(&self, id: UserId) -> ApiResult<Option<User>> {
+        load_user(&self.conn, id)
+    }
+
+    pub fn user_by_email(&self, email: &str) -> ApiResult<Option<User>> {
+        Ok(self
+            .conn
+            .query_row(
+                &format!("SELECT {USER_COLS} FROM users WHERE email = ?1"),
+                [email.trim()],
+                user_row,
+            )
+            .optional()?)
+    }
+
+    // ------------------------------------------------------------ conversations
+
+    pub fn create_conversation(
+        &mut self,
+        now: i64,
+        req: &CreateConversation,
+    ) -> ApiResult<Conversation> {
+        if req.title.trim().is_empty() {
+            return Err(ApiError::bad_request("a conversation needs a title"));
+        }
+        let tx = self.conn.transaction()?;
+        tx.execute(
+            "INSERT INTO conversations (title, is_workroom, created_at) VALUES (?1, ?2, ?3)",
+            params![req.title, req.is_workroom, now],
+        )?;
+        let id = tx.last_insert_rowid();
+        for uid in &req.member_ids {
+            if load_user(&tx, *uid)?.is_none() {
+                return Err(ApiError::not_found(format!("no user {uid}")));
+            }
+            tx.execute(
+                "INSERT OR IGNORE INTO members (conversation_id, user_id) VALUES (?1, ?2)",
+                [id, *uid],
+            )?;
+        }
+        let conv = load_conversation(&tx, id)?;
+        tx.commit()?;
+        Ok(conv)
+    }
+
+    pub fn add_member(&mut self, conv: ConversationId, user: UserId) -> ApiResult<Vec<Member>> {
+        let tx = self.conn.transaction()?;
+        if !conversation_exists(&tx, conv)? {
+            return Err(ApiError::not_found(format!("no conversation {conv}")));
+        }
+        if load_user(&tx, user)?.is_none() {
+            return Err(ApiError::not_found(format!("no user {user}")));
+        }
+        tx.execute(
+            "INSERT OR IGNORE INTO members (conversation_id, user_id) VALUES (?1, ?2)",
+            [conv, user],
+        )?;
+        let members = load_members(&tx, conv)?;
+        tx.commit()?;
+        Ok(members)
+    }
+
+    pub fn conversations_of(&self, user: UserId) -> ApiResult<Vec<Conversation>> {
+        let mut st = self.conn.prepare(
+            "SELECT conversation_id FROM members WHERE user_id = ?1 ORDER BY conversation_id",
+        )?;
+        let ids = st
+            .query_map([user], |r| r.get(0))?
+            .collect::<rusqlite::Result<Vec<ConversationId>>>()?;
+        ids.into_iter()
+            .map(|id| load_conversation(&self.conn, id))
+            .collect()
+    }
+
+    pub fn members(&self, caller: UserId, conv: ConversationId) -> ApiResult<Vec<Member>> {
+        require_member(&self.conn, conv, caller)?;
+        load_members(&self.conn, conv)
+    }
+
+    /// Newest first; `before` pages back; `limit` is clamped into `1..=max`.
+    pub fn messages(
+        &self,
+        caller: UserId,
+        conv: ConversationId,
+        limit: u32,
+        before: Option<MessageId>,
+    ) -> ApiResult<MessagePage> {
+        require_member(&self.conn, conv, caller)?;
+        let limit = i64::from(limit.max(1));
+        let mut st = self.conn.prepare(&format!(
+            "{MESSAGE_SELECT} WHERE m.conversation_id = ?1 AND (?2 IS NULL OR m.id < ?2) \
+             ORDER BY m.id DESC LIMIT ?3"
+        ))?;
+        let mut messages = st
+            .query_map(params![conv, before, limit + 1], message_row)?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        let has_more = messages.len() as i64 > limit;
+        messages.truncate(limit as usize);
+        Ok(MessagePage { messages, has_more })
+    }
+
+    /// Send a message (text, status, failure — or an image when `image` is
+    /// given): membership, content gates, rate limit, gap check, mention
+    /// filter, one insert. Returns the message and the members to notify.
+    pub fn send(
+        &mut self,
+        now: i64,
+        sender: UserId,
+        conv: ConversationId,
+        req: &SendMessage,
+        image: Option<(&str, &[u8])>,
+    ) -> ApiResult<(Message, Vec<UserId>)> {
+        require_member(&self.conn, conv, sender)?;
+        let kind = if image.is_some() {
+            MessageKind::Image
+        } else {
+            req.kind
+        };
+        if image.is_none() && kind == MessageKind::Image {
+            return Err(ApiError::bad_request(
+                "image messages are sent to the images route",
+            ));
+        }
+        let gate_kind = if kind == MessageKind::Failure {
+            SendKind::Failure
+        } else {
+            SendKind::Normal
+        };
+        // An image may come without a caption; a caption still passes the gates.
+        if image.is_none() || !req.body.is_empty() {
+            gates::check_body(&req.body, gate_kind).map_err(gate_error)?;
+        }
+        let log = self.send_log.entry(sender).or_default();
+        if let Err(retry) = rules::rate_check(log, now, limits::SEND_RATE_PER_MIN) {
+            return Err(ApiError::rate_limited(
+                format!(
+                    "at most {} messages per minute; retry in {retry} s",
+                    limits::SEND_RATE_PER_MIN
+                ),
+                retry,
+            ));
+        }
+        // The gap check: a failure report passes every gate; `force` skips it.
+        if let (Some(expect), false, false) = (
+            req.expect_latest_id,
+            req.force,
+            kind == MessageKind::Failure,
+        ) {
+            let mut st = self.conn.prepare(&format!(
+                "{MESSAGE_SELECT} WHERE m.conversation_id = ?1 AND m.id > ?2 \
+                 ORDER BY m.id DESC LIMIT ?3"
+            ))?;
+            let newer = st
+                .query_map(params![conv, expect, GAP_UNREAD_MAX], message_row)?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            let unread: Vec<Message> =
+                gates::unread_since(&newer, Some(expect), |m| m.id, |m| m.sender_id == sender)
+                    .into_iter()
+                    .cloned()
+                    .collect();
+            if !unread.is_empty() {
+                let mut e = ApiError::conflict(
+                    codes::GAP,
+                    format!(
+                        "{} message(s) arrived after {expect}; read them first or send with force",
+                        unread.len()
+                    ),
+                );
+                e.body.latest_id = latest_message_id(&self.conn, conv)?;
+                e.body.unread = unread;
+                return Err(e);
+            }
+        }
+        let tx = self.conn.transaction()?;
+        let members = member_ids(&tx, conv)?;
+        let mentions: Vec<Mention> = rules::filter_mentions(&req.mentions, &members);
+        tx.execute(
+            "INSERT INTO messages (conversation_id, sender_id, body, mentions, kind, created_at) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![
+                conv,
+                sender,
+                req.body,
+                serde_json::to_string(&mentions).unwrap_or_else(|_| "[]".into()),
+                kind_str(kind),
+                now
+            ],
+        )?;
+        let id = tx.last_insert_rowid();
+        if let Some((mime, data)) = image {
+            tx.execute(
+                "INSERT INTO images (message_id, mime, data) VALUES (?1, ?2, ?3)",
+                params![id, mime, data],
+            )?;
+        }
+        let msg = tx.query_row(
+            &format!("{MESSAGE_SELECT} WHERE m.id = ?1"),
+            [id],
+            message_row,
+        )?;
+        tx.commit()?;
+        self.send_log.entry(sender).or_default().push_back(now);
+        Ok((msg, members))
+    }
+
+    // ------------------------------------------------------------ keys
+
+    /// Mint an MCP key; only its SHA-256 is stored. Returns the key itself.
+    pub fn mint_mcp_key(&mut self, now: i64, user: UserId) -> ApiResult<String> {
+        let tx = self.conn.transaction()?;
+        if load_user(&tx, user)?.is_none() {
+            return Err(ApiError::not_found(format!("no user {user}")));
+        }
+        let key = new_key(hoop_api::headers::MCP_KEY_PREFIX);
+        tx.execute(
+            "INSERT INTO mcp_keys (key_sha256, user_id, created_at) VALUES (?1, ?2, ?3)",
+            params![key_hash(&key), user, now],
+        )?;
+        tx.commit()?;
+        Ok(key)
+    }
+
+    /// The user an MCP key belongs to (looked up by its hash).
+    pub fn mcp_user(&self, key_sha256: &str) -> ApiResult<Option<User>> {
+        let uid: Option<UserId> = self
+            .conn
+            .query_row(
+                "SELECT user_id FROM mcp_keys WHERE key_sha256 = ?1",
+                [key_sha256],
+                |r| r.get(0),
+            )
+            .optional()?;
+        match uid {
+            Some(id) => load_user(&self.conn, id),
+            None => Ok(None),
+        }
+    }
+
+    /// Count one MCP call against the key's window; `Err` = over the limit.
+    pub fn mcp_rate(&mut self, key_sha256: &str, now: i64) -> Result<(), u64> {
+        let log = self.mcp_log.entry(key_sha256.to_string()).or_default();
+        rules::rate_check(log, now, limits::MCP_CALLS_PER_MIN)?;
+        log.push_back(now);
+        Ok(())
+    }
+
+    pub fn create_provision_key(
+        &mut self,
+        now: i64,
+        req: &CreateProvisionKey,
+    ) -> ApiResult<String> {
+        let tx = self.conn.transaction()?;
+        if load_user(&tx, req.user_id)?.is_none() {
+            return Err(ApiError::not_found(format!("no user {}", req.user_id)));
+        }
+        if let Some(c) = req.conversation_id
+            && !conversation_exists(&tx, c)?
+        {
+            return Err(ApiError::not_found(format!("no conversation {c}")));
+        }
+        let key = new_key(PROVISION_KEY_PREFIX);
+        let kind = match req.kind {
+            ProvisionKind::Sentinel => "sentinel",
+            ProvisionKind::Reinforcement => "reinforcement",
+        };
+        tx.execute(
+            "INSERT INTO provision_keys (key_sha256, user_id, kind, conversation_id, created_at) \
+             VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![key_hash(&key), req.user_id, kind, req.conversation_id, now],
+        )?;
+        tx.commit()?;
+        Ok(key)
+    }
+
+    /// Redeem in ONE transaction: mark the key used, mint the MCP key (for
+    /// reinforcement), join the room, record the installation. Any failure
+    /// rolls all of it back and the key stays usable.
+    pub fn redeem(
+        &mut self,
+        now: i64,
+        req: &RedeemRequest,
+        base_url: &str,
+    ) -> ApiResult<RedeemResponse> {
+        let tx = self.conn.transaction()?;
+        let hash = key_hash(req.key.trim());
+        let row: Option<(UserId, String, Option<ConversationId>, Option<i64>)> = tx
+            .query_row(
+                "SELECT user_id, kind, conversation_id, redeemed_at FROM provision_keys \
+                 WHERE key_sha256 = ?1",
+                [&hash],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+            )
+            .optional()?;
+        let Some((user_id, kind, conv, None)) = row else {
+            return Err(ApiError::new(
+                StatusCode::FORBIDDEN,
+                codes::KEY_INVALID,
+                "unknown or already redeemed provisioning key",
+            ));
+        };
+        tx.execute(
+            "UPDATE provision_keys SET redeemed_at = ?1 WHERE key_sha256 = ?2",
+            params![now, hash],
+        )?;
+        let user = load_user(&tx, user_id)?.ok_or_else(ApiError::internal)?;
+        let (fixed_code, mcp_key, ready_line) = if kind == "reinforcement" {
+            let key = new_key(hoop_api::headers::MCP_KEY_PREFIX);
+            tx.execute(
+                "INSERT INTO mcp_keys (key_sha256, user_id, created_at) VALUES (?1, ?2, ?3)",
+                params![key_hash(&key), user_id, now],
+            )?;
+            let line = rules::ready_line(base_url, &key);
+            (None, Some(key), Some(line))
+        } else {
+            (Some(limits::FIXED_LOGIN_CODE.to_string()), None, None)
+        };
+        if let Some(c) = conv {
+            tx.execute(
+                "INSERT OR IGNORE INTO members (conversation_id, user_id) VALUES (?1, ?2)",
+                [c, user_id],
+            )?;
+        }
+        let machine = req.machine.clone().unwrap_or_default();
+        match tx.execute(
+            "INSERT INTO installations (user_id, machine, name, created_at) VALUES (?1, ?2, ?3, ?4)",
+            params![user_id, machine, req.name, now],
+        ) {
+            Err(e) if is_unique_violation(&e) => {
+                return Err(ApiError::conflict(
+                    codes::CONFLICT,
+                    format!(
+                        "a home named {:?} is already installed on this machine",
+                        req.name
+                    ),
+                ));
+            }
+            r => r?,
+        };
+        tx.commit()?;
+        Ok(RedeemResponse {
+            user,
+            kind,
+            fixed_code,
+            mcp_key,
+            ready_line,
+            conversation_id: conv,
+        })
+    }
+
+    // ------------------------------------------------------------ presence, usage
+
+    pub fn heartbeat(&mut self, now: i64, user: UserId) -> ApiResult<()> {
+        self.conn.execute(
+            "UPDATE users SET last_beat_at = ?1 WHERE id = ?2",
+            [now, user],
+        )?;
+        Ok(())
+    }
+
+    /// Every agent's presence, computed now from its last heartbeat.
+    pub fn presence(&self, now: i64) -> ApiResult<Vec<Presence>> {
+        let mut st = self
+            .conn
+            .prepare("SELECT id, last_beat_at FROM users WHERE is_agent = 1 ORDER BY id")?;
+        let v = st
+            .query_map([], |r| {
+                let last: Option<i64> = r.get(1)?;
+                Ok(Presence {
+                    user_id: r.get(0)?,
+                    last_beat_at: last,
+                    present: rules::is_present(last, now, presence_timeout()),
+                })
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(v)
+    }
+
+    /// Store one usage report; negatives become "not reported" (null).
+    pub fn usage(&mut self, now: i64, user: UserId, req: &UsageReport) -> ApiResult<UsageReport> {
+        let report = UsageReport {
+            card_id: req.card_id,
+            tokens_in: rules::normalize_usage(req.tokens_in),
+            tokens_cached_in: rules::normalize_usage(req.tokens_cached_in),
+            tokens_out: rules::normalize_usage(req.tokens_out),
+        };
+        let tx = self.conn.transaction()?;
+        if let Some(card) = report.card_id {
+            load_card(&tx, card)?;
+        }
+        tx.execute(
+            "INSERT INTO usage_reports (user_id, card_id, tokens_in, tokens_cached_in, \
+             tokens_out, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![
+                user,
+                report.card_id,
+                report.tokens_in,
+                report.tokens_cached_in,
+                report.tokens_out,
+                now
+            ],
+        )?;
+        tx.commit()?;
+        Ok(report)
+    }
+
+    // ------------------------------------------------------------ cards
+
+    pub fn create_card(
+        &mut self,
+        now: i64,
+        creator: Option<UserId>,
+        req: &AdminCreateCard,
+    ) -> ApiResult<Card> {
+        let c = &req.card;
+        if c.title.trim().is_empty() {
+            return Err(ApiError::bad_request("a card needs a title"));
+        }
+        let tx = self.conn.transaction()?;
+        if let Some(a) = c.assignee_id
+            && load_user(&tx, a)?.is_none()
+        {
+            return Err(ApiError::not_found(format!("no user {a}")));
+        }
+        if let Some(conv) = c.conversation_id
+            && !conversation_exists(&tx, conv)?
+        {
+            return Err(ApiError::not_found(format!("no conversation {conv}")));
+        }
+        if let Some(parent) = c.parent_id {
+            let p = load_card(&tx, parent)?;
+            if !p.card.status.is_live() {
+                return Err(ApiError::conflict(
+                    codes::INVALID_TRANSITION,
+                    format!("card {parent} is finished; it takes no sub-cards"),
+                ));
+            }
+            let live: i64 = tx.query_row(
+                "SELECT COUNT(*) FROM cards WHERE parent_id = ?1 \
+                 AND status IN ('queued', 'working')",
+                [parent],
+                |r| r.get(0),
+            )?;
+            if live >= limits::MAX_LIVE_SUBCARDS as i64 {
+                return Err(ApiError::new(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    codes::TOO_MANY_SUBCARDS,
+                    format!(
+                        "card {parent} already has {live} live sub-cards (at most {})",
+                        limits::MAX_LIVE_SUBCARDS
+                    ),
+                ));
+            }
+        }
+        let creator = creator.or(req.creator_id);
+        tx.execute(
+            "INSERT INTO cards (title, status, assignee_id, creator_id, parent_id, \
+             conversation_id, created_at, updated_at) VALUES (?1, 'queued', ?2, ?3, ?4, ?5, ?6, ?6)",
+            params![c.title, c.assignee_id, creator, c.parent_id, c.conversation_id, now],
+        )?;
+        let id = tx.last_insert_rowid();
+        let card = load_card(&tx, id)?.card;
+        tx.commit()?;
+        Ok(card)
+    }
+
+    pub fn list_cards(&self, f: &CardFilter) -> ApiResult<Vec<Card>> {
+        let mut st = self.conn.prepare(&format!(
+            "{CARD_SELECT} WHERE (?1 IS NULL OR c.assignee_id = ?1) \
+             AND (?2 IS NULL OR c.status = ?2) AND (?3 IS NULL OR c.parent_id = ?3) \
+             AND (?4 IS NULL OR c.conversation_id = ?4) ORDER BY c.id DESC"
+        ))?;
+        let v = st
+            .query_map(
+                params![
+                    f.assignee_id,
+                    f.status.map(status_str),
+                    f.parent_id,
+                    f.conversation_id
+                ],
+                |r| card_row(r).map(|c| c.card),
+            )?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(v)
+    }
+
+    pub fn card(&self, id: CardId) -> ApiResult<Card> {
+        Ok(load_card(&self.conn, id)?.card)
+    }
+
+    /// queued → working. Never opens a lease. One top-level working card
+    /// per agent; an unassigned card is assigned to the claimer.
+    pub fn claim(&mut self, now: i64, caller: UserId, id: CardId) -> ApiResult<Card> {
+        let tx = self.conn.transaction()?;
+        let row = load_card(&tx, id)?;
+        if row.card.assignee_id.is_some() {
+            require_actor(&row, caller)?;
+        }
+        let to = rules::claim(row.card.status).map_err(|r| refusal(r, "claim"))?;
+        let assignee = row.card.assignee_id.unwrap_or(caller);
+        if row.card.parent_id.is_none() {
+            let working: Option<CardId> = tx
+                .query_row(
+                    "SELECT id FROM cards WHERE assignee_id = ?1 AND parent_id IS NULL \
+                     AND status = 'working' LIMIT 1",
+                    [assignee],
+                    |r| r.get(0),
+                )
+                .optional()?;
+            if let Some(other) = working {
+                return Err(ApiError::conflict(
+                    codes::ALREADY_WORKING,
+                    format!("card {other} is already working; finish it first"),
+                ));
+            }
+        }
+        tx.execute(
+            "UPDATE cards SET status = ?1, assignee_id = ?2, updated_at = ?3 WHERE id = ?4",
+            params![status_str(to), assignee, now, id],
+        )?;
+        let card = load_card(&tx, id)?.card;
+        tx.commit()?;
+        Ok(card)
+    }
+
+    /// A progress note; extends an existing lease, never opens one.
+    pub fn progress(
+        &mut self,
+        now: i64,
+        caller: UserId,
+        id: CardId,
+        req: &CardProgress,
+    ) -> ApiResult<Card> {
+        let tx = self.conn.transaction()?;
+        let row = load_card(&tx, id)?;
+        require_actor(&row, caller)?;
+        if row.card.status != CardStatus::Working {
+            return Err(ApiError::conflict(
+                codes::NOT_WORKING,
+                "progress is reported on working cards only",
+            ));
+        }
+        let lease = rules::progress_lease(
+            row.card.lease_expires_at,
+            now,
+            limits::LEASE_DURATION.as_secs() as i64,
+        );
+        tx.execute(
+            "INSERT INTO card_notes (card_id, author_id, note, created_at) VALUES (?1, ?2, ?3, ?4)",
+            params![id, caller, req.note, now],
+        )?;
+        tx.execute(
+            "UPDATE cards SET lease_expires_at = ?1, updated_at = ?2 WHERE id = ?3",
+            params![lease, now, id],
+        )?;
+        let card = load_card(&tx, id)?.card;
+        tx.commit()?;
+        Ok(card)
+    }
+
+    /// Renew: the only opener of a lease. A card that is not working → 404.
+    pub fn renew(&mut self, now: i64, caller: UserId, id: CardId) -> ApiResult<LeaseResponse> {
+        let tx = self.conn.transaction()?;
+        let row = load_card(&tx, id)?;
+        require_actor(&row, caller)?;
+        let until = rules::renew(
+            row.card.status,
+            now,
+            limits::LEASE_DURATION.as_secs() as i64,
+        )
+        .map_err(|r| refusal(r, "renew"))?;
+        tx.execute(
+            "UPDATE cards SET lease_expires_at = ?1, updated_at = ?2 WHERE id = ?3",
+            params![until, now, id],
+        )?;
+        tx.commit()?;
+        Ok(LeaseResponse {
+            lease_expires_at: until,
+            renew_after_sec: limits::RENEW_AFTER_SECS,
+        })
+    }
+
+    /// Finish a card and, in the same transaction, cancel every live
+    /// descendant.
+    pub fn finish(
+        &mut self,
+        now: i64,
+        caller: UserId,
+        id: CardId,
+        req: &FinishCard,
+    ) -> ApiResult<Card> {
+        let tx = self.conn.transaction()?;
+        let row = load_card(&tx, id)?;
+        require_actor(&row, caller)?;
+        let to = rules::finish(row.card.status, req.status, req.error.as_deref())
+            .map_err(|r| refusal(r, "this finish"))?;
+        let error = if to == CardStatus::Failed {
+            req.error.clone()
+        } else {
+            None
+        };
+        tx.execute(
+            "UPDATE cards SET status = ?1, error = ?2, lease_expires_at = NULL, updated_at = ?3 \
+             WHERE id = ?4",
+            params![status_str(to), error, now, id],
+        )?;
+        tx.execute(
+            "WITH RECURSIVE d(id) AS ( \
+               SELECT id FROM cards WHERE parent_id = ?1 \
+               UNION SELECT c.id FROM cards c JOIN d ON c.parent_id = d.id) \
+             UPDATE cards SET status = 'cancelled', lease_expires_at = NULL, updated_at = ?2 \
+             WHERE id IN (SELECT id FROM d) AND status IN ('queued', 'working')",
+            params![id, now],
+        )?;
+        let card = load_card(&tx, id)?.card;
+        tx.commit()?;
+        Ok(card)
+    }
+
+    // ------------------------------------------------------------ windows
+
+    pub fn register_window(
+        &mut self,
+        now: i64,
+        user: UserId,
+        req: &RegisterWindow,
+    ) -> ApiResult<RegisteredWindow> {
+        let id = uuid::Uuid::new_v4().simple().to_string();
+        self.conn.execute(
+            "INSERT INTO windows (id, user_id, installation_id, machine, client, \
+             native_session_id, runtime_id, rooms_hint, fallback_hint, created_at) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+            params![
+                id,
+                user,
+                req.installation_id,
+                req.machine,
+                req.client,
+                req.native_session_id,
+                req.runtime_id,
+                serde_json::to_string(&req.rooms_hint).unwrap_or_else(|_| "[]".into()),
+                req.fallback_hint,
+                now
+            ],
+        )?;
+        Ok(RegisteredWindow { window_id: id })
+    }
+
+    /// Record the sync time and answer what the window handles now.
+    pub fn sync_window(&mut self, now: i64, user: UserId, id: &str) -> ApiResult<WindowSync> {
+        let tx = self.conn.transaction()?;
+        let n = tx.execute(
+            "UPDATE windows SET last_sync_at = ?1 WHERE id = ?2 AND user_id = ?3",
+            params![now, id, user],
+        )?;
+        if n == 0 {
+            return Err(window_not_found(id));
+        }
+        let views = window_views(&tx, user)?;
+        let me = views
+            .iter()
+            .find(|w| w.window_id == id)
+            .cloned()
+            .ok_or_else(|| window_not_found(id))?;
+        let mut st = tx.prepare("SELECT conversation_id FROM members WHERE user_id = ?1")?;
+        let rooms = st
+            .query_map([user], |r| r.get(0))?
+            .collect::<rusqlite::Result<Vec<ConversationId>>>()?;
+        drop(st);
+        let sync = rules::window_assignment(&me, &views, &rooms, now, presence_timeout());
+        tx.commit()?;
+        Ok(sync)
+    }
+
+    pub fn revoke_window(&mut self, now: i64, user: UserId, id: &str) -> ApiResult<WindowInfo> {
+        let n = self.conn.execute(
+            "UPDATE windows SET revoked = 1 WHERE id = ?1 AND user_id = ?2",
+            params![id, user],
+        )?;
+        if n == 0 {
+            return Err(window_not_found(id));
+        }
+        self.windows(now, user)?
+            .into_iter()
+            .find(|w| w.window_id == id)
+            .ok_or_else(|| window_not_found(id))
+    }
+
+    /// The account's windows; `present` is computed now, never stored.
+    pub fn windows(&self, now: i64, user: UserId) -> ApiResult<Vec<WindowInfo>> {
+        let mut st = self.conn.prepare(
+            "SELECT id, user_id, machine, client, revoked, last_sync_at FROM windows \
+             WHERE user_id = ?1 ORDER BY created_at, id",
+        )?;
+        let v = st
+            .query_map([user], |r| {
+                let last: Option<i64> = r.get(5)?;
+                Ok(WindowInfo {
+                    window_id: r.get(0)?,
+                    user_id: r.get(1)?,
+                    machine: r.get(2)?,
+                    client: r.get(3)?,
+                    revoked: r.get(4)?,
+                    last_sync_at: last,
+                    present: rules::is_present(last, now, presence_timeout()),
+                })
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(v)
+    }
+
+    /// Decode an image payload (base64) for [`Store::send`].
+    pub fn decode_image(data_base64: &str, mime: &str) -> ApiResult<Vec<u8>> {
+        if !mime.starts_with("image/") {
+            return Err(ApiError::bad_request("mime must be an image/… type"));
+        }
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(data_base64.trim())
+            .map_err(|_| ApiError::bad_request("data_base64 is not valid base64"))?;
+        if bytes.is_empty() {
+            return Err(ApiError::bad_request("the image is empty"));
+        }
+        Ok(bytes)
+    }
+}
