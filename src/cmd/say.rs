@@ -448,7 +448,8 @@ mod tests {
     fn gap_verdict_table() {
         let page = vec![msg(9, 2), msg(8, ME), msg(7, 2), msg(6, 2)];
         // (watermark, anyway, want unread ids, want clear expect)
-        let cases: &[(Option<i64>, bool, &[i64], Option<i64>)] = &[
+        type Case = (Option<i64>, bool, &'static [i64], Option<i64>);
+        let cases: &[Case] = &[
             (Some(9), false, &[], Some(9)),
             (Some(8), false, &[9], None),
             (Some(6), false, &[9, 7], None),
