@@ -14,3 +14,8 @@ pub mod agent;
 pub mod daemon;
 pub mod round;
 pub mod tasks;
+pub mod compaction;
+pub mod context;
+pub mod driver;
+pub mod switches;
+pub mod driver_agent;

@@ -1,0 +1,769 @@
+//! The driver of the `claude` CLI: one turn at a time for one home.
+//!
+//! **Persistent mode** (default): one process per home,
+//! `claude -p --input-format stream-json --output-format stream-json --verbose
+//! --resume <session>`, stdin kept open. A turn writes one user line and
+//! reads until the `result` line. The process boundary (not the cache TTL)
+//! is what made prompt-cache hits rare, so the process is kept warm and only
+//! restarted when something it was started with changes:
+//! - the system preamble (`--append-system-prompt` is fixed for a process's
+//!   life): the process restarts only when the preamble TEXT changed, not
+//!   on every round, so the caller should keep it stable where it can;
+//! - an environment-affecting switch (`autocompact`, `autocompact_auto_off`,
+//!   `cache_ttl`) or the session id: restarted at the next turn boundary.
+//!
+//! **Per-turn mode** (switch file `persist` = off): one process per turn
+//! (same arguments, the message as the only input line, then stdin closed).
+//!
+//! **Sessions.** The first start records a new UUID in `session.id` and
+//! starts the CLI with `--session-id`; from then on (as soon as the CLI's
+//! transcript exists) it is `--resume`. A session that no longer fits
+//! (`Prompt is too long`) or that the CLI cannot find (`No conversation
+//! found`) is retired as `session.id.blown-<unix time>`; a fresh one is
+//! minted with one short call on a small model (`fresh_session_model`,
+//! default `haiku`) and the turn is retried at once, once.
+//!
+//! **Compaction** (see [`crate::compaction`]): `/compact` before the first
+//! turn of a cold driver when the context meter reaches `cold_compact`;
+//! never while hot; [`Driver::compact_and_stop`] before an idle exit; the
+//! auto-off detector runs before and after every turn.
+//!
+//! **Outcome** (see [`classify`]): judged by `is_error`, never by `subtype`.
+//! Turn timeout kills the process group (SIGTERM, then SIGKILL after a grace).
+//! Garbage stdout lines are logged and skipped. EOF mid-turn is a failure
+//! with the exit code.
+
+pub mod classify;
+pub mod process;
+pub mod session;
+pub mod stream;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use hoop_core::home::Home;
+use hoop_core::limits::TURN_TIMEOUT;
+use hoop_core::transcript::Usage;
+use serde_json::json;
+use tokio::time::Instant;
+
+pub use classify::{Evidence, ExitInfo, Outcome, classify};
+use process::{AgentProcess, ReadEnd, SpawnSpec};
+use stream::TurnLog;
+
+use crate::compaction::{AutoOffEvidence, autocompact_kills, cold_compact_due, write_auto_off};
+use crate::context;
+use crate::switches::Switches;
+
+/// Default model for minting a fresh session: the cheapest that works.
+pub const DEFAULT_FRESH_SESSION_MODEL: &str = "haiku";
+/// Between SIGTERM and SIGKILL, and the wait for a process to exit by itself
+/// after its stdin closed: the CLI exits within a second when idle.
+pub const KILL_GRACE: Duration = Duration::from_secs(5);
+/// The CLI's compaction command, sent as a user line.
+pub const COMPACT_COMMAND: &str = "/compact";
+/// The one line a minting call sends (never starts with `-`).
+pub const MINT_MESSAGE: &str = "📬 new session: reply with the single word OK.";
+/// The CLI refuses `bypassPermissions` as root unless this is set.
+pub const ENV_IS_SANDBOX: &str = "IS_SANDBOX";
+/// The permission mode that lets the agent run `hoop say …` (and anything
+/// else) without a person to ask: a headless agent has nobody to ask.
+pub const BYPASS_PERMISSIONS: &str = "bypassPermissions";
+
+/// How the agent is allowed to use tools, stated explicitly per home.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Permissions {
+    /// `--permission-mode` (`None` = the CLI's default, which refuses
+    /// file-writing Bash commands in `-p`).
+    pub mode: Option<String>,
+    /// `--allowedTools` entries, e.g. `Bash(hoop say:*)`.
+    pub allowed_tools: Vec<String>,
+}
+
+impl Default for Permissions {
+    /// `bypassPermissions`: the agent must be able to run `hoop say` via Bash.
+    fn default() -> Self {
+        Permissions::bypass()
+    }
+}
+
+impl Permissions {
+    pub fn bypass() -> Permissions {
+        Permissions {
+            mode: Some(BYPASS_PERMISSIONS.into()),
+            allowed_tools: Vec::new(),
+        }
+    }
+    /// The CLI's default mode plus these allowed tools.
+    pub fn allowing(tools: impl IntoIterator<Item = impl Into<String>>) -> Permissions {
+        Permissions {
+            mode: None,
+            allowed_tools: tools.into_iter().map(Into::into).collect(),
+        }
+    }
+    pub fn args(&self) -> Vec<String> {
+        let mut a = Vec::new();
+        if let Some(m) = &self.mode {
+            a.push(format!("--permission-mode={m}"));
+        }
+        if !self.allowed_tools.is_empty() {
+            a.push(format!("--allowedTools={}", self.allowed_tools.join(",")));
+        }
+        a
+    }
+    /// `IS_SANDBOX=1` with `bypassPermissions`, which the CLI otherwise
+    /// refuses for root.
+    pub fn env(&self) -> Vec<(String, String)> {
+        if self.mode.as_deref() == Some(BYPASS_PERMISSIONS) {
+            vec![(ENV_IS_SANDBOX.into(), "1".into())]
+        } else {
+            Vec::new()
+        }
+    }
+}
+
+/// Everything the driver needs, per home.
+#[derive(Debug, Clone)]
+pub struct DriverConfig {
+    pub claude_bin: PathBuf,
+    pub home: Home,
+    /// Extra environment for the child (model API URL, `HOME`, `PATH` with
+    /// `hoop`, …); switch-derived variables are added after it.
+    pub env: Vec<(String, String)>,
+    pub permissions: Permissions,
+    pub turn_timeout: Duration,
+    pub kill_grace: Duration,
+    /// `--model` for turns (`None` = the CLI's default).
+    pub model: Option<String>,
+    /// `--model` for minting a fresh session.
+    pub fresh_session_model: String,
+}
+
+impl DriverConfig {
+    /// Defaults: bypass permissions, the spec's turn timeout, haiku mints.
+    pub fn new(claude_bin: impl Into<PathBuf>, home: Home) -> DriverConfig {
+        DriverConfig {
+            claude_bin: claude_bin.into(),
+            home,
+            env: Vec::new(),
+            permissions: Permissions::default(),
+            turn_timeout: TURN_TIMEOUT,
+            kill_grace: KILL_GRACE,
+            model: None,
+            fresh_session_model: DEFAULT_FRESH_SESSION_MODEL.into(),
+        }
+    }
+}
+
+/// The three token numbers of a turn (`None` = unknown, never 0 for unknown).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TurnTokens {
+    /// Full-price input.
+    pub tokens_in: Option<u64>,
+    /// Cache read + cache write.
+    pub tokens_cached_in: Option<u64>,
+    pub tokens_out: Option<u64>,
+}
+
+impl TurnTokens {
+    pub fn from_usage(u: Option<&Usage>) -> TurnTokens {
+        TurnTokens {
+            tokens_in: u.map(|u| u.input),
+            tokens_cached_in: u.map(|u| u.cache_read.saturating_add(u.cache_write())),
+            tokens_out: u.map(|u| u.output),
+        }
+    }
+}
+
+/// What one [`Driver::run_turn`] did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnReport {
+    pub outcome: Outcome,
+    /// `result.usage` of the turn (the turn's own usage); `None` when there
+    /// was no result or it carried no numbers (an error result's zeros are
+    /// the CLI's placeholder, not a measurement).
+    pub usage: Option<Usage>,
+    pub tokens: TurnTokens,
+    pub session_id: Option<String>,
+    /// The result text (the assistant's last words, or the error message).
+    pub text: Option<String>,
+    /// Exit status when the process ended during the turn.
+    pub exit: Option<ExitInfo>,
+    /// Processes started by this turn (mints included).
+    pub spawned: u32,
+    /// `/compact` was sent before the turn (cold start).
+    pub cold_compacted: bool,
+    /// The session was replaced: the retired id file.
+    pub blown_session: Option<PathBuf>,
+    /// The auto-off detector wrote `autocompact_auto_off` during this turn.
+    pub auto_off_written: bool,
+    /// Non-JSON stdout lines skipped.
+    pub garbage_lines: u32,
+    pub elapsed: Duration,
+}
+
+impl TurnReport {
+    fn new(outcome: Outcome) -> TurnReport {
+        TurnReport {
+            outcome,
+            usage: None,
+            tokens: TurnTokens::default(),
+            session_id: None,
+            text: None,
+            exit: None,
+            spawned: 0,
+            cold_compacted: false,
+            blown_session: None,
+            auto_off_written: false,
+            garbage_lines: 0,
+            elapsed: Duration::ZERO,
+        }
+    }
+}
+
+impl From<&Outcome> for crate::policy::TurnClass {
+    fn from(o: &Outcome) -> Self {
+        use crate::policy::TurnClass;
+        match o {
+            Outcome::Ok => TurnClass::Ok,
+            Outcome::Timeout => TurnClass::Timeout,
+            Outcome::AuthDead { cause } => TurnClass::AuthDead {
+                cause: cause.clone(),
+            },
+            Outcome::UsageLimit { .. } => TurnClass::Limit,
+            Outcome::Failed { .. }
+            | Outcome::PromptTooLong { .. }
+            | Outcome::NoConversation { .. } => TurnClass::Failed,
+        }
+    }
+}
+
+/// What a process was started with; a change means a restart.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct SpawnKey {
+    session: String,
+    preamble: String,
+    env: Vec<(String, String)>,
+    model: Option<String>,
+}
+
+struct Live {
+    proc: AgentProcess,
+    key: SpawnKey,
+}
+
+/// One attempt's raw result.
+struct Attempt {
+    outcome: Outcome,
+    log: TurnLog,
+    exit: Option<ExitInfo>,
+}
+
+fn user_line(content: &str) -> String {
+    json!({"type": "user", "message": {"role": "user", "content": content}}).to_string()
+}
+
+fn unix_now() -> i64 {
+    hoop_core::clock::now_unix()
+}
+
+/// Drives the agent CLI for one home. Owns the persistent process, if any.
+pub struct Driver {
+    cfg: DriverConfig,
+    live: Option<Live>,
+    /// A turn has run since the driver started or was last stopped: no
+    /// cold compaction until it is stopped again.
+    warm: bool,
+    last_active: std::time::Instant,
+    spawns: u64,
+}
+
+impl Driver {
+    pub fn new(cfg: DriverConfig) -> Driver {
+        Driver {
+            cfg,
+            live: None,
+            warm: false,
+            last_active: std::time::Instant::now(),
+            spawns: 0,
+        }
+    }
+
+    pub fn config(&self) -> &DriverConfig {
+        &self.cfg
+    }
+    /// A persistent process is running.
+    pub fn is_hot(&self) -> bool {
+        self.live.is_some()
+    }
+    /// Time since the last turn (or since the driver was created).
+    pub fn idle_for(&self) -> Duration {
+        self.last_active.elapsed()
+    }
+    /// Agent processes started so far (turns, mints; for the benchmark).
+    pub fn spawns(&self) -> u64 {
+        self.spawns
+    }
+    /// The pid of the persistent process, if one runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.live.as_ref().and_then(|l| l.proc.pid())
+    }
+    /// The home's recorded session id.
+    pub fn session_id(&self) -> Option<String> {
+        session::read(&self.cfg.home)
+    }
+    /// Where the CLI keeps `session`'s transcript (`None` when the child's
+    /// config dir cannot be known).
+    pub fn transcript_path(&self, session: &str) -> Option<PathBuf> {
+        let dir = context::config_dir(&self.cfg.env, |k| std::env::var_os(k))?;
+        Some(context::transcript_path(
+            &dir,
+            &self.cfg.home.workdir(),
+            session,
+        ))
+    }
+    /// The context meter for the home's current session.
+    pub fn context_tokens(&self) -> Option<u64> {
+        let s = self.session_id()?;
+        context::context_tokens(&self.transcript_path(&s)?)
+    }
+
+    fn spec(&self, preamble: &str, sw: &Switches, session: &str, model: Option<&str>) -> SpawnSpec {
+        let resume = self.transcript_path(session).is_none_or(|p| p.exists());
+        let mut args: Vec<String> = [
+            "-p",
+            "--input-format",
+            "stream-json",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        if resume {
+            args.push(format!("--resume={session}"));
+        } else {
+            args.push(format!("--session-id={session}"));
+        }
+        if let Some(m) = model {
+            args.push(format!("--model={m}"));
+        }
+        args.extend(self.cfg.permissions.args());
+        if !preamble.is_empty() {
+            args.push(format!("--append-system-prompt={preamble}"));
+        }
+        SpawnSpec {
+            program: self.cfg.claude_bin.clone(),
+            args,
+            env: self.child_env(sw),
+            cwd: self.cfg.home.workdir(),
+        }
+    }
+
+    fn child_env(&self, sw: &Switches) -> Vec<(String, String)> {
+        let mut env = self.cfg.env.clone();
+        env.extend(self.cfg.permissions.env());
+        env.extend(sw.child_env());
+        env
+    }
+
+    fn key(&self, preamble: &str, sw: &Switches, session: &str) -> SpawnKey {
+        SpawnKey {
+            session: session.to_string(),
+            preamble: preamble.to_string(),
+            env: self.child_env(sw),
+            model: self.cfg.model.clone(),
+        }
+    }
+
+    fn spawn(
+        &mut self,
+        spec: &SpawnSpec,
+        report: &mut TurnReport,
+    ) -> Result<AgentProcess, Outcome> {
+        match AgentProcess::spawn(spec) {
+            Ok(p) => {
+                self.spawns += 1;
+                report.spawned += 1;
+                Ok(p)
+            }
+            Err(e) => Err(Outcome::Failed {
+                reason: format!("cannot start {}: {e}", spec.program.display()),
+            }),
+        }
+    }
+
+    /// The current session id, recording a new one when there is none.
+    fn ensure_session(&self) -> Result<String, Outcome> {
+        if let Some(id) = session::read(&self.cfg.home) {
+            return Ok(id);
+        }
+        let id = session::new_id();
+        session::write(&self.cfg.home, &id).map_err(|e| Outcome::Failed {
+            reason: format!("cannot record the session id: {e}"),
+        })?;
+        tracing::info!(home = %self.cfg.home.name, "new agent session recorded");
+        Ok(id)
+    }
+
+    /// Run one turn. `preamble` goes to `--append-system-prompt`;
+    /// `user_message` is the turn's one user line (it must not start with
+    /// `-`).
+    pub async fn run_turn(&mut self, preamble: &str, user_message: &str) -> TurnReport {
+        let started = std::time::Instant::now();
+        let mut report = self.run_turn_inner(preamble, user_message).await;
+        report.elapsed = started.elapsed();
+        self.last_active = std::time::Instant::now();
+        report
+    }
+
+    async fn run_turn_inner(&mut self, preamble: &str, user_message: &str) -> TurnReport {
+        if user_message.trim_start().starts_with('-') {
+            return TurnReport::new(Outcome::Failed {
+                reason: "the user message starts with '-', which the CLI would read as an option"
+                    .into(),
+            });
+        }
+        let mut report = TurnReport::new(Outcome::Ok);
+        let mut sw = Switches::read(&self.cfg.home);
+        let session = match self.ensure_session() {
+            Ok(s) => s,
+            Err(o) => {
+                report.outcome = o;
+                return report;
+            }
+        };
+        let ctx_before = self
+            .transcript_path(&session)
+            .and_then(|p| context::context_tokens(&p));
+        // Before the turn: a ceiling already below the context.
+        let before = AutoOffEvidence {
+            ceiling: sw.ceiling(),
+            context_before: ctx_before,
+            ..AutoOffEvidence::default()
+        };
+        self.detect_auto_off(&mut sw, &before, &mut report);
+
+        let mut attempt = self
+            .attempt(
+                preamble,
+                user_message,
+                &sw,
+                &session,
+                ctx_before,
+                &mut report,
+            )
+            .await;
+        if attempt.outcome.needs_fresh_session() {
+            tracing::warn!(home = %self.cfg.home.name, outcome = ?attempt.outcome, "session retired; minting a fresh one and retrying the turn");
+            self.stop_live().await;
+            match session::blow(&self.cfg.home, unix_now()) {
+                Ok(b) => report.blown_session = b,
+                Err(e) => tracing::warn!(error = %e, "cannot retire session.id"),
+            }
+            match self.mint(&sw, &mut report).await {
+                Ok(fresh) => {
+                    attempt = self
+                        .attempt(preamble, user_message, &sw, &fresh, None, &mut report)
+                        .await;
+                }
+                Err(o) => attempt.outcome = o,
+            }
+        }
+
+        // After the turn: a silent or timed-out turn near the ceiling, or a
+        // turn that compacted again and again.
+        let after = AutoOffEvidence {
+            ceiling: sw.ceiling(),
+            context_before: ctx_before,
+            timed_out: attempt.outcome == Outcome::Timeout,
+            empty: attempt.log.result.is_some() && attempt.log.is_empty_turn(),
+            auto_compacts: attempt.log.auto_compacts,
+            compact_failures: attempt.log.compact_failures,
+        };
+        self.detect_auto_off(&mut sw, &after, &mut report);
+
+        let result = attempt.log.result.as_ref();
+        let usage = result
+            .and_then(|r| Usage::from_json(&r["usage"]))
+            .filter(|u| !(result.is_some_and(|r| r["is_error"] == true) && u.is_zero()));
+        report.usage = usage;
+        report.tokens = TurnTokens::from_usage(usage.as_ref());
+        report.text = result
+            .and_then(|r| r["result"].as_str())
+            .map(str::to_string);
+        report.session_id = attempt.log.session_id.clone().or_else(|| self.session_id());
+        report.exit = attempt.exit;
+        report.garbage_lines += attempt.log.garbage_lines;
+        if attempt.outcome.is_ok() {
+            self.warm = true;
+        }
+        report.outcome = attempt.outcome;
+        report
+    }
+
+    fn detect_auto_off(&self, sw: &mut Switches, ev: &AutoOffEvidence, report: &mut TurnReport) {
+        if sw.autocompact_auto_off {
+            return;
+        }
+        if let Some(reason) = autocompact_kills(ev) {
+            tracing::warn!(home = %self.cfg.home.name, %reason, "autocompact ceiling below the real context; turning autocompact off for this home");
+            match write_auto_off(&self.cfg.home, &reason, unix_now()) {
+                Ok(()) => {
+                    sw.autocompact_auto_off = true;
+                    report.auto_off_written = true;
+                }
+                Err(e) => tracing::warn!(error = %e, "cannot write autocompact_auto_off"),
+            }
+        }
+    }
+
+    async fn attempt(
+        &mut self,
+        preamble: &str,
+        message: &str,
+        sw: &Switches,
+        session: &str,
+        ctx_before: Option<u64>,
+        report: &mut TurnReport,
+    ) -> Attempt {
+        let failed = |outcome| Attempt {
+            outcome,
+            log: TurnLog::default(),
+            exit: None,
+        };
+        let spec = self.spec(preamble, sw, session, self.cfg.model.as_deref());
+        let key = self.key(preamble, sw, session);
+        let cold = !self.warm && cold_compact_due(ctx_before, sw.cold_compact);
+        if sw.persist {
+            let stale = match self.live.as_mut() {
+                Some(l) => l.key != key || l.proc.try_exit().is_some(),
+                None => false,
+            };
+            if stale {
+                tracing::info!(home = %self.cfg.home.name, "agent process restarts: its preamble, environment or session changed");
+                self.stop_live().await;
+            }
+            if self.live.is_none() {
+                let proc = match self.spawn(&spec, report) {
+                    Ok(p) => p,
+                    Err(o) => return failed(o),
+                };
+                self.live = Some(Live { proc, key });
+                if cold {
+                    report.cold_compacted = true;
+                    if let Some(a) = self.compact_live().await {
+                        return a;
+                    }
+                }
+            }
+            let grace = self.cfg.kill_grace;
+            let deadline = Instant::now() + self.cfg.turn_timeout;
+            let Some(live) = self.live.as_mut() else {
+                return failed(Outcome::Failed {
+                    reason: "no agent process".into(),
+                });
+            };
+            let mut log = TurnLog::default();
+            let sent = live.proc.send(&user_line(message)).await;
+            let end = match sent {
+                Ok(()) => live.proc.read_turn(&mut log, deadline).await,
+                Err(e) => {
+                    tracing::warn!(error = %e, "agent stdin closed before the turn");
+                    ReadEnd::Eof
+                }
+            };
+            self.finish_live(end, log, grace).await
+        } else {
+            self.stop_live().await;
+            let mut proc = match self.spawn(&spec, report) {
+                Ok(p) => p,
+                Err(o) => return failed(o),
+            };
+            let deadline = Instant::now() + self.cfg.turn_timeout;
+            let mut log = TurnLog::default();
+            let mut sent = Ok(());
+            if cold {
+                report.cold_compacted = true;
+                sent = proc.send(&user_line(COMPACT_COMMAND)).await;
+            }
+            if sent.is_ok() {
+                sent = proc.send(&user_line(message)).await;
+            }
+            proc.close_stdin();
+            let mut end = if sent.is_ok() {
+                ReadEnd::Result
+            } else {
+                ReadEnd::Eof
+            };
+            if cold && end == ReadEnd::Result {
+                let mut clog = TurnLog::default();
+                end = proc.read_turn(&mut clog, deadline).await;
+                log.garbage_lines += clog.garbage_lines;
+                if end != ReadEnd::Result {
+                    log = clog;
+                }
+            }
+            if end == ReadEnd::Result {
+                end = proc.read_turn(&mut log, deadline).await;
+            }
+            let grace = self.cfg.kill_grace;
+            let (exit, timed_out) = match end {
+                ReadEnd::Deadline => (Some(proc.kill(grace).await), true),
+                ReadEnd::Result | ReadEnd::Eof => match proc.wait_exit(grace).await {
+                    Some(e) => (Some(e), false),
+                    None => (Some(proc.kill(grace).await), false),
+                },
+            };
+            let stderr = proc.stderr_text();
+            let outcome = classify(&Evidence {
+                exit,
+                result: log.result.as_ref(),
+                assistant_error: log.assistant_error.as_deref(),
+                rate_limit_rejected: log.rate_limit_rejected,
+                stderr: &stderr,
+                timed_out,
+            });
+            Attempt { outcome, log, exit }
+        }
+    }
+
+    /// After reading a turn from the live process: classify, and drop the
+    /// process when it ended or ran out of time.
+    async fn finish_live(&mut self, end: ReadEnd, log: TurnLog, grace: Duration) -> Attempt {
+        let Some(live) = self.live.as_mut() else {
+            return Attempt {
+                outcome: Outcome::Failed {
+                    reason: "no agent process".into(),
+                },
+                log,
+                exit: None,
+            };
+        };
+        let (exit, timed_out, gone) = match end {
+            ReadEnd::Result => (None, false, false),
+            ReadEnd::Eof => {
+                let e = match live.proc.wait_exit(grace).await {
+                    Some(e) => e,
+                    None => live.proc.kill(grace).await,
+                };
+                (Some(e), false, true)
+            }
+            ReadEnd::Deadline => {
+                tracing::warn!(home = %self.cfg.home.name, "turn timed out; killing the agent process");
+                (Some(live.proc.kill(grace).await), true, true)
+            }
+        };
+        let stderr = live.proc.stderr_text();
+        if gone {
+            self.live = None;
+        }
+        let outcome = classify(&Evidence {
+            exit,
+            result: log.result.as_ref(),
+            assistant_error: log.assistant_error.as_deref(),
+            rate_limit_rejected: log.rate_limit_rejected,
+            stderr: &stderr,
+            timed_out,
+        });
+        Attempt { outcome, log, exit }
+    }
+
+    /// Send `/compact` to the live process and read its result. `Some` when
+    /// the process ended or hung (the turn cannot go on); a compaction that
+    /// merely failed is logged and the turn proceeds.
+    async fn compact_live(&mut self) -> Option<Attempt> {
+        let grace = self.cfg.kill_grace;
+        let deadline = Instant::now() + self.cfg.turn_timeout;
+        let live = self.live.as_mut()?;
+        let mut log = TurnLog::default();
+        let end = match live.proc.send(&user_line(COMPACT_COMMAND)).await {
+            Ok(()) => live.proc.read_turn(&mut log, deadline).await,
+            Err(_) => ReadEnd::Eof,
+        };
+        if end == ReadEnd::Result {
+            let ok = log.result.as_ref().and_then(|r| r["is_error"].as_bool()) == Some(false);
+            tracing::info!(home = %self.cfg.home.name, ok, "cold start: compacted before the first turn");
+            return None;
+        }
+        Some(self.finish_live(end, log, grace).await)
+    }
+
+    /// Mint a fresh session with one short call on the small model and
+    /// record it.
+    async fn mint(&mut self, sw: &Switches, report: &mut TurnReport) -> Result<String, Outcome> {
+        let id = session::new_id();
+        let model = self.cfg.fresh_session_model.clone();
+        let spec = self.spec("", sw, &id, Some(&model));
+        let mut proc = self.spawn(&spec, report)?;
+        let deadline = Instant::now() + self.cfg.turn_timeout;
+        let mut log = TurnLog::default();
+        let end = match proc.send(&user_line(MINT_MESSAGE)).await {
+            Ok(()) => {
+                proc.close_stdin();
+                proc.read_turn(&mut log, deadline).await
+            }
+            Err(_) => ReadEnd::Eof,
+        };
+        let grace = self.cfg.kill_grace;
+        let exit = match end {
+            ReadEnd::Deadline => Some(proc.kill(grace).await),
+            _ => match proc.wait_exit(grace).await {
+                Some(e) => Some(e),
+                None => Some(proc.kill(grace).await),
+            },
+        };
+        let stderr = proc.stderr_text();
+        report.garbage_lines += log.garbage_lines;
+        let outcome = classify(&Evidence {
+            exit,
+            result: log.result.as_ref(),
+            assistant_error: log.assistant_error.as_deref(),
+            rate_limit_rejected: log.rate_limit_rejected,
+            stderr: &stderr,
+            timed_out: end == ReadEnd::Deadline,
+        });
+        if !outcome.is_ok() {
+            tracing::warn!(outcome = ?outcome, "minting a fresh session failed");
+            return Err(outcome);
+        }
+        session::write(&self.cfg.home, &id).map_err(|e| Outcome::Failed {
+            reason: format!("cannot record the session id: {e}"),
+        })?;
+        tracing::info!(home = %self.cfg.home.name, model = %model, "fresh agent session minted");
+        Ok(id)
+    }
+
+    /// Compact the live session, then stop the process (the idle reaper's
+    /// exit). `None` when no process was running.
+    pub async fn compact_and_stop(&mut self) -> Option<Outcome> {
+        let alive = match self.live.as_mut() {
+            Some(l) => l.proc.try_exit().is_none(),
+            None => false,
+        };
+        if !alive {
+            self.stop().await;
+            return None;
+        }
+        let outcome = match self.compact_live().await {
+            None => Outcome::Ok,
+            Some(a) => a.outcome,
+        };
+        self.stop().await;
+        Some(outcome)
+    }
+
+    /// Stop the persistent process (close stdin, then signals) and go cold.
+    pub async fn stop(&mut self) {
+        self.stop_live().await;
+        self.warm = false;
+    }
+
+    async fn stop_live(&mut self) {
+        if let Some(mut l) = self.live.take() {
+            let e = l.proc.shut(self.cfg.kill_grace).await;
+            tracing::debug!(exit = ?e, "agent process stopped");
+        }
+    }
+}

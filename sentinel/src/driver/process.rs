@@ -1,0 +1,230 @@
+//! One running agent process: spawn it in its own process group, write
+//! stream-json lines to its stdin, read its stdout line by line until a
+//! `result` (or EOF, or a deadline), keep the tail of its stderr, and end it
+//! — closing stdin first, then SIGTERM to the group, then SIGKILL after a
+//! grace period.
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdin, ChildStdout};
+use tokio::time::Instant;
+
+use super::classify::ExitInfo;
+use super::stream::{Line, TurnLog, parse_line};
+
+/// Keep at most this much of a child's stderr (the tail): enough for any
+/// error message, bounded for a chatty child.
+pub const STDERR_KEEP_BYTES: usize = 64 * 1024;
+/// Log at most this much of a garbage stdout line.
+pub const GARBAGE_LOG_CHARS: usize = 200;
+
+/// Everything needed to start the agent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpawnSpec {
+    pub program: PathBuf,
+    pub args: Vec<String>,
+    pub env: Vec<(String, String)>,
+    pub cwd: PathBuf,
+}
+
+/// How reading one turn ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadEnd {
+    /// The `result` line came.
+    Result,
+    /// stdout closed first.
+    Eof,
+    /// The deadline passed first.
+    Deadline,
+}
+
+pub struct AgentProcess {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: BufReader<ChildStdout>,
+    stderr: Arc<Mutex<Vec<u8>>>,
+    pid: Option<u32>,
+    exit: Option<ExitInfo>,
+}
+
+fn exit_info(s: std::process::ExitStatus) -> ExitInfo {
+    use std::os::unix::process::ExitStatusExt;
+    match (s.code(), s.signal()) {
+        (Some(c), _) => ExitInfo::Code(c),
+        (None, Some(sig)) => ExitInfo::Signal(sig),
+        (None, None) => ExitInfo::Code(-1),
+    }
+}
+
+impl AgentProcess {
+    pub fn spawn(spec: &SpawnSpec) -> std::io::Result<AgentProcess> {
+        std::fs::create_dir_all(&spec.cwd)?;
+        let mut cmd = tokio::process::Command::new(&spec.program);
+        cmd.args(&spec.args)
+            .envs(spec.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .current_dir(&spec.cwd)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true);
+        let mut child = cmd.spawn()?;
+        let pid = child.id();
+        let stdin = child.stdin.take();
+        let stdout = child
+            .stdout
+            .take()
+            .ok_or_else(|| std::io::Error::other("child has no stdout"))?;
+        let stderr_buf = Arc::new(Mutex::new(Vec::new()));
+        if let Some(mut err) = child.stderr.take() {
+            let buf = stderr_buf.clone();
+            tokio::spawn(async move {
+                let mut chunk = [0u8; 4096];
+                while let Ok(n) = err.read(&mut chunk).await {
+                    if n == 0 {
+                        break;
+                    }
+                    let mut b = buf.lock().unwrap_or_else(|e| e.into_inner());
+                    b.extend_from_slice(&chunk[..n]);
+                    if b.len() > STDERR_KEEP_BYTES {
+                        let cut = b.len() - STDERR_KEEP_BYTES;
+                        b.drain(..cut);
+                    }
+                }
+            });
+        }
+        tracing::debug!(pid, program = %spec.program.display(), "agent process started");
+        Ok(AgentProcess {
+            child,
+            stdin,
+            stdout: BufReader::new(stdout),
+            stderr: stderr_buf,
+            pid,
+            exit: None,
+        })
+    }
+
+    pub fn pid(&self) -> Option<u32> {
+        self.pid
+    }
+
+    /// Write one line (a newline is added).
+    pub async fn send(&mut self, line: &str) -> std::io::Result<()> {
+        let stdin = self
+            .stdin
+            .as_mut()
+            .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::BrokenPipe, "stdin closed"))?;
+        stdin.write_all(line.as_bytes()).await?;
+        stdin.write_all(b"\n").await?;
+        stdin.flush().await
+    }
+
+    /// Close stdin: the CLI finishes what it has and exits.
+    pub fn close_stdin(&mut self) {
+        self.stdin = None;
+    }
+
+    /// The kept tail of stderr.
+    pub fn stderr_text(&self) -> String {
+        String::from_utf8_lossy(&self.stderr.lock().unwrap_or_else(|e| e.into_inner())).into_owned()
+    }
+
+    /// Read stdout lines into `log` until a `result`, EOF or `deadline`.
+    pub async fn read_turn(&mut self, log: &mut TurnLog, deadline: Instant) -> ReadEnd {
+        let mut buf = Vec::new();
+        loop {
+            buf.clear();
+            let read = tokio::time::timeout_at(deadline, self.stdout.read_until(b'\n', &mut buf));
+            match read.await {
+                Err(_) => return ReadEnd::Deadline,
+                Ok(Err(e)) => {
+                    tracing::warn!(error = %e, "reading agent stdout failed");
+                    return ReadEnd::Eof;
+                }
+                Ok(Ok(0)) => return ReadEnd::Eof,
+                Ok(Ok(_)) => {
+                    let text = String::from_utf8_lossy(&buf);
+                    let text = text.trim_end_matches(['\n', '\r']);
+                    let line = parse_line(text);
+                    if line == Line::Garbage {
+                        if !text.trim().is_empty() {
+                            let shown: String = text.chars().take(GARBAGE_LOG_CHARS).collect();
+                            tracing::warn!(line = %shown, "agent printed a line that is not JSON; skipped");
+                        }
+                        if text.trim().is_empty() {
+                            continue;
+                        }
+                    }
+                    if log.push(line) {
+                        return ReadEnd::Result;
+                    }
+                }
+            }
+        }
+    }
+
+    /// The exit status if the process has ended (non-blocking).
+    pub fn try_exit(&mut self) -> Option<ExitInfo> {
+        if self.exit.is_none()
+            && let Ok(Some(s)) = self.child.try_wait()
+        {
+            self.exit = Some(exit_info(s));
+        }
+        self.exit
+    }
+
+    /// Wait for the exit up to `within`; `None` if it is still running.
+    pub async fn wait_exit(&mut self, within: Duration) -> Option<ExitInfo> {
+        if let Some(e) = self.exit {
+            return Some(e);
+        }
+        match tokio::time::timeout(within, self.child.wait()).await {
+            Ok(Ok(s)) => {
+                self.exit = Some(exit_info(s));
+                self.exit
+            }
+            _ => None,
+        }
+    }
+
+    fn signal_group(&self, sig: Signal) {
+        if let Some(pid) = self.pid.and_then(|p| i32::try_from(p).ok()) {
+            let _ = killpg(Pid::from_raw(pid), sig);
+        }
+    }
+
+    /// SIGTERM to the whole group, SIGKILL after `grace`; returns the exit.
+    pub async fn kill(&mut self, grace: Duration) -> ExitInfo {
+        if let Some(e) = self.try_exit() {
+            self.signal_group(Signal::SIGKILL);
+            return e;
+        }
+        self.signal_group(Signal::SIGTERM);
+        if let Some(e) = self.wait_exit(grace).await {
+            // Tool children the CLI left behind go too.
+            self.signal_group(Signal::SIGKILL);
+            return e;
+        }
+        self.signal_group(Signal::SIGKILL);
+        let _ = self.child.start_kill();
+        self.wait_exit(grace)
+            .await
+            .unwrap_or(ExitInfo::Signal(Signal::SIGKILL as i32))
+    }
+
+    /// Close stdin and let the process exit by itself within `grace`, else
+    /// kill it.
+    pub async fn shut(&mut self, grace: Duration) -> ExitInfo {
+        self.close_stdin();
+        match self.wait_exit(grace).await {
+            Some(e) => e,
+            None => self.kill(grace).await,
+        }
+    }
+}
