@@ -1,0 +1,1752 @@
+//! The rules, applied to one simple command at a time: first the wrappers are
+//! peeled off (`sudo`, `env`, `xargs`, …), shell text inside the command is
+//! sent back to the parser, and then each named rule looks at the argv.
+
+use super::shell::{Analyser, Cmd, Flow, Word};
+use super::{Block, Rule};
+
+/// A rule's finding on one command, before arming is considered.
+struct Hit {
+    rule: Rule,
+    why: String,
+    instead: String,
+}
+
+impl Hit {
+    fn new(rule: Rule, why: impl Into<String>, instead: impl Into<String>) -> Hit {
+        Hit {
+            rule,
+            why: why.into(),
+            instead: instead.into(),
+        }
+    }
+}
+
+const INSTEAD_RM: &str = "delete the specific files by name without -r, or move the directory under /tmp and remove it there; if a whole tree really must go, ask a human";
+const INSTEAD_RM_ROOT: &str = "never remove the root, a home directory or a system directory; name the exact files you created";
+const INSTEAD_DEVICE: &str =
+    "write to a regular image file; writing to block devices is for a human at the console";
+const INSTEAD_PUSH: &str = "push to your own branch (or use --force-with-lease on a branch only you use); protected branches move only through review";
+const INSTEAD_DISCARD: &str = "the work tree is shared: keep uncommitted work (commit it, or `git stash push -m <note>`), and revert only files you changed yourself with `git diff` + a targeted edit";
+const INSTEAD_SQL: &str =
+    "write a reviewed migration; never drop or truncate data from an agent shell";
+const INSTEAD_STEAL: &str = "secrets never leave this machine; if a service needs a credential, ask a human to configure it";
+const INSTEAD_RSYNC: &str = "run rsync without --delete (add --dry-run to see what it would remove) and ask a human before deleting on the target";
+const INSTEAD_ADD: &str = "stage the files you changed by name (`git add path/to/file …`); others' changes are in the same work tree";
+const INSTEAD_POP: &str =
+    "check `git stash list`, then `git stash apply stash@{N}` for the stash you made yourself";
+const INSTEAD_FLUTTER: &str =
+    "run on an emulator, a simulator or `-d chrome`; physical devices belong to whoever holds them";
+
+/// Shells whose `-c` payload, heredoc or piped input is shell code.
+const SHELLS: &[&str] = &[
+    "bash", "sh", "zsh", "dash", "ksh", "mksh", "ash", "fish", "yash",
+];
+
+/// Entry point from the walker.
+pub(crate) fn run(a: &mut Analyser<'_>, cmd: &Cmd, input: Flow) -> Flow {
+    let stdin = cmd.stdin_text.clone().or_else(|| input.text.clone());
+    exec(a, cmd, &cmd.words, &input, stdin.as_deref())
+}
+
+fn base(w: &Word) -> &str {
+    let t = w.text.as_str();
+    let t = t.trim_start_matches('\\');
+    t.rsplit('/').next().unwrap_or(t)
+}
+
+fn is_assignment(w: &Word) -> bool {
+    match w.text.split_once('=') {
+        Some((k, _)) => {
+            !k.is_empty()
+                && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                && !k.starts_with(|c: char| c.is_ascii_digit())
+        }
+        None => false,
+    }
+}
+
+/// Index of the first word at or after `i` that is not an option, skipping
+/// the values of `with_arg` options. `--` ends the options.
+fn skip_opts(words: &[Word], mut i: usize, with_arg: &[&str]) -> usize {
+    while i < words.len() {
+        let t = words[i].text.as_str();
+        if t == "--" {
+            return i + 1;
+        }
+        if !t.starts_with('-') || t == "-" {
+            return i;
+        }
+        if with_arg.contains(&t) {
+            i += 2;
+        } else {
+            i += 1;
+        }
+    }
+    i
+}
+
+fn join(words: &[Word]) -> String {
+    let mut s = String::new();
+    for (i, w) in words.iter().enumerate() {
+        if i > 0 {
+            s.push(' ');
+        }
+        s.push_str(&w.text);
+    }
+    s
+}
+
+fn exec(
+    a: &mut Analyser<'_>,
+    cmd: &Cmd,
+    words: &[Word],
+    input: &Flow,
+    stdin: Option<&str>,
+) -> Flow {
+    // Peel wrappers.
+    let mut i = 0;
+    loop {
+        while i < words.len() && is_assignment(&words[i]) {
+            i += 1;
+        }
+        let Some(w) = words.get(i) else {
+            return Flow::default();
+        };
+        match base(w) {
+            "sudo" => {
+                i = skip_opts(
+                    words,
+                    i + 1,
+                    &[
+                        "-u",
+                        "-g",
+                        "-C",
+                        "-D",
+                        "-h",
+                        "-p",
+                        "-r",
+                        "-t",
+                        "-T",
+                        "-U",
+                        "--user",
+                        "--group",
+                        "--chdir",
+                        "--host",
+                        "--prompt",
+                        "--role",
+                        "--type",
+                        "--other-user",
+                        "--close-from",
+                        "--command-timeout",
+                    ],
+                )
+            }
+            "doas" => i = skip_opts(words, i + 1, &["-u", "-C"]),
+            "env" => {
+                let mut j = i + 1;
+                while j < words.len() {
+                    let t = words[j].text.as_str();
+                    if t == "--" {
+                        j += 1;
+                        break;
+                    }
+                    if let Some(s) = t
+                        .strip_prefix("--split-string=")
+                        .or_else(|| t.strip_prefix("-S").filter(|s| !s.is_empty()))
+                    {
+                        let text = format!("{s} {}", join(&words[j + 1..]));
+                        a.shell(&text);
+                        return Flow::default();
+                    }
+                    if t == "-S" || t == "--split-string" {
+                        let s = words.get(j + 1).map(|w| w.text.clone()).unwrap_or_default();
+                        let text = format!("{s} {}", join(words.get(j + 2..).unwrap_or(&[])));
+                        a.shell(&text);
+                        return Flow::default();
+                    }
+                    if matches!(t, "-u" | "--unset" | "-C" | "--chdir") {
+                        j += 2;
+                    } else if t.starts_with('-') || is_assignment(&words[j]) {
+                        j += 1;
+                    } else {
+                        break;
+                    }
+                }
+                i = j;
+            }
+            "command" => {
+                if words
+                    .get(i + 1)
+                    .is_some_and(|w| w.text == "-v" || w.text == "-V")
+                {
+                    return Flow::default();
+                }
+                i = skip_opts(words, i + 1, &[]);
+            }
+            "builtin" | "nohup" | "setsid" | "unbuffer" | "busybox" | "chronic" => {
+                i = skip_opts(words, i + 1, &[])
+            }
+            "exec" => i = skip_opts(words, i + 1, &["-a"]),
+            "time" => i = skip_opts(words, i + 1, &["-f", "-o", "--format", "--output"]),
+            "nice" => i = skip_opts(words, i + 1, &["-n", "--adjustment"]),
+            "ionice" => i = skip_opts(words, i + 1, &["-c", "-n", "-p", "-P", "-u"]),
+            "stdbuf" => i = skip_opts(words, i + 1, &["-i", "-o", "-e"]),
+            "caffeinate" => i = skip_opts(words, i + 1, &["-t", "-w"]),
+            "timeout" => {
+                let j = skip_opts(words, i + 1, &["-s", "--signal", "-k", "--kill-after"]);
+                i = j + 1; // the duration
+            }
+            "taskset" => {
+                // `taskset MASK cmd` or `taskset -c LIST cmd`: skip the mask.
+                i = skip_opts(words, i + 1, &[]) + 1;
+            }
+            "flock" => {
+                let j = i + 1;
+                let mut k = j;
+                while k < words.len() {
+                    let t = words[k].text.as_str();
+                    if t == "-c" || t == "--command" {
+                        if let Some(s) = words.get(k + 1) {
+                            a.shell(&s.text.clone());
+                        }
+                        return Flow::default();
+                    }
+                    k += 1;
+                }
+                let j = skip_opts(words, j, &["-w", "--timeout", "-E", "--conflict-exit-code"]);
+                i = j + 1; // the lock file
+            }
+            "watch" => {
+                let mut j = i + 1;
+                let mut exec_mode = false;
+                while j < words.len() {
+                    let t = words[j].text.as_str();
+                    if t == "--" {
+                        j += 1;
+                        break;
+                    }
+                    if !t.starts_with('-') {
+                        break;
+                    }
+                    if t == "-x" || t == "--exec" {
+                        exec_mode = true;
+                    }
+                    j += if matches!(t, "-n" | "--interval" | "-q" | "--equexit") {
+                        2
+                    } else {
+                        1
+                    };
+                }
+                if exec_mode {
+                    i = j;
+                } else {
+                    let text = join(words.get(j..).unwrap_or(&[]));
+                    a.shell(&text);
+                    return Flow::default();
+                }
+            }
+            "xargs" => return xargs(a, cmd, &words[i..], input),
+            _ => break,
+        }
+    }
+    let argv = &words[i..];
+    dispatch(a, cmd, argv, input, stdin)
+}
+
+fn xargs(a: &mut Analyser<'_>, cmd: &Cmd, words: &[Word], input: &Flow) -> Flow {
+    let mut replace: Option<String> = None;
+    let mut j = 1;
+    while j < words.len() {
+        let t = words[j].text.as_str();
+        if t == "--" {
+            j += 1;
+            break;
+        }
+        if !t.starts_with('-') || t == "-" {
+            break;
+        }
+        if t == "-I" {
+            replace = words.get(j + 1).map(|w| w.text.clone());
+            j += 2;
+            continue;
+        }
+        if let Some(r) = t.strip_prefix("-I") {
+            replace = Some(r.to_string());
+        } else if t == "-i" || t == "--replace" {
+            replace = Some("{}".into());
+        } else if let Some(r) = t.strip_prefix("--replace=") {
+            replace = Some(r.to_string());
+        }
+        let takes = matches!(
+            t,
+            "-L" | "-n"
+                | "-P"
+                | "-s"
+                | "-d"
+                | "-E"
+                | "-a"
+                | "--arg-file"
+                | "--max-args"
+                | "--max-procs"
+                | "--max-lines"
+                | "--delimiter"
+                | "--eof"
+                | "--max-chars"
+                | "--process-slot-var"
+        );
+        j += if takes { 2 } else { 1 };
+    }
+    let sub = words.get(j..).unwrap_or(&[]);
+    if sub.is_empty() {
+        return Flow::default();
+    }
+    let items: Vec<Word> = if let Some(items) = &input.items {
+        items.clone()
+    } else if let Some(t) = &input.text {
+        t.split_whitespace().map(Word::lit).collect()
+    } else {
+        vec![Word::unknown()]
+    };
+    let items = if items.is_empty() {
+        vec![Word::unknown()]
+    } else {
+        items
+    };
+    let inner = Flow {
+        secret: input.secret,
+        ..Flow::default()
+    };
+    match replace {
+        Some(r) if !r.is_empty() => {
+            for item in &items {
+                let argv: Vec<Word> = sub
+                    .iter()
+                    .map(|w| {
+                        if w.text.contains(r.as_str()) {
+                            Word {
+                                text: w.text.replace(r.as_str(), &item.text),
+                                dynamic: w.dynamic || item.dynamic,
+                            }
+                        } else {
+                            w.clone()
+                        }
+                    })
+                    .collect();
+                exec(a, cmd, &argv, &inner, None);
+            }
+        }
+        _ => {
+            let mut argv = sub.to_vec();
+            argv.extend(items);
+            exec(a, cmd, &argv, &inner, None);
+        }
+    }
+    Flow::default()
+}
+
+fn dispatch(
+    a: &mut Analyser<'_>,
+    cmd: &Cmd,
+    argv: &[Word],
+    input: &Flow,
+    stdin: Option<&str>,
+) -> Flow {
+    let Some(first) = argv.first() else {
+        return Flow::default();
+    };
+    let name = base(first).to_string();
+    let name = name.as_str();
+    let mut out = Flow::default();
+    match name {
+        n if SHELLS.contains(&n) => shell_command(a, argv, stdin),
+        "eval" => a.shell(&join(&argv[1..])),
+        "cd" | "pushd" => change_dir(a, argv),
+        "find" => out.items = Some(find(a, cmd, argv)),
+        n if is_interpreter(n) => interpreter(a, n, argv, stdin),
+        _ => {}
+    }
+    if a.hit.is_some() {
+        return Flow::default();
+    }
+    let mut hits = Vec::new();
+    match name {
+        "rm" => rm(a, argv, &mut hits, None),
+        "dd" => dd(argv, &mut hits),
+        n if n.starts_with("mkfs") || n == "mke2fs" || n == "newfs" || n == "wipefs" => {
+            mkfs(n, argv, &mut hits)
+        }
+        "git" => git(a, argv, &mut hits),
+        "rsync" => rsync(argv, &mut hits),
+        "flutter" => flutter(argv, &mut hits),
+        "psql" | "mysql" | "mariadb" | "sqlite3" | "sqlite" | "duckdb" => {
+            sql_client(name, argv, stdin, &mut hits)
+        }
+        _ => {}
+    }
+    steal(name, argv, cmd, input, &mut hits);
+    release(a, argv, &mut hits);
+    if let Some(h) = pick(a, hits) {
+        a.block(Block {
+            rule: h.rule,
+            command: cmd.span.clone(),
+            why: h.why,
+            instead: h.instead,
+        });
+        return Flow::default();
+    }
+    out.secret = flows_secret(name, argv, cmd, input);
+    match name {
+        "echo" | "printf" => {
+            let args: Vec<Word> = argv[1..]
+                .iter()
+                .filter(|w| !(name == "echo" && matches!(w.text.as_str(), "-n" | "-e" | "-E")))
+                .cloned()
+                .collect();
+            out.text = Some(join(&args));
+        }
+        "cat" if argv.len() == 1 => out.text = stdin.map(str::to_string),
+        _ => {}
+    }
+    out
+}
+
+/// The first finding of the highest-priority armed rule.
+fn pick(a: &Analyser<'_>, mut hits: Vec<Hit>) -> Option<Hit> {
+    for rule in Rule::ALL {
+        if !a.cfg.rules.contains(rule) {
+            continue;
+        }
+        if let Some(pos) = hits.iter().position(|h| h.rule == rule) {
+            return Some(hits.swap_remove(pos));
+        }
+    }
+    None
+}
+
+// ------------------------------------------------------------ nested code
+
+fn shell_command(a: &mut Analyser<'_>, argv: &[Word], stdin: Option<&str>) {
+    let mut cflag = false;
+    let mut j = 1;
+    while j < argv.len() {
+        let t = argv[j].text.as_str();
+        if t == "--" {
+            j += 1;
+            break;
+        }
+        if matches!(t, "-o" | "+o" | "-O" | "+O" | "--rcfile" | "--init-file") {
+            j += 2;
+            continue;
+        }
+        if t.starts_with("--") {
+            j += 1;
+            continue;
+        }
+        if (t.starts_with('-') || t.starts_with('+')) && t.len() > 1 {
+            if t.contains('c') {
+                cflag = true;
+            }
+            j += 1;
+            continue;
+        }
+        break;
+    }
+    match argv.get(j) {
+        Some(script) if cflag => {
+            let s = script.text.clone();
+            a.shell(&s);
+        }
+        Some(_) => {} // a script file: its content is not known here
+        None => {
+            if let Some(s) = stdin {
+                a.shell(s);
+            }
+        }
+    }
+}
+
+fn change_dir(a: &mut Analyser<'_>, argv: &[Word]) {
+    let target = argv[1..]
+        .iter()
+        .find(|w| !w.text.starts_with('-') || w.text == "-");
+    a.cwd = match target {
+        None => None,
+        Some(w) if w.text == "-" || w.text.starts_with('~') => None,
+        Some(w)
+            if w.text.starts_with('/')
+                || w.text.starts_with("$TMPDIR")
+                || w.text.starts_with("${TMPDIR}") =>
+        {
+            Some(w.text.clone())
+        }
+        Some(w) if w.dynamic => None,
+        Some(w) => a.cwd.as_ref().map(|c| format!("{c}/{}", w.text)),
+    };
+}
+
+fn is_interpreter(n: &str) -> bool {
+    n.starts_with("python")
+        || matches!(
+            n,
+            "node" | "nodejs" | "deno" | "bun" | "perl" | "ruby" | "php"
+        )
+}
+
+fn interpreter(a: &mut Analyser<'_>, name: &str, argv: &[Word], stdin: Option<&str>) {
+    let mut code: Option<String> = None;
+    let mut j = 1;
+    let mut positional = false;
+    while j < argv.len() {
+        let t = argv[j].text.as_str();
+        let is_code_flag = if name.starts_with("python") {
+            t == "-c"
+        } else if matches!(name, "node" | "nodejs" | "deno" | "bun") {
+            matches!(t, "-e" | "--eval" | "-p" | "--print" | "eval")
+        } else if name == "php" {
+            t == "-r"
+        } else {
+            // perl / ruby: -e, -E, or a cluster ending in e (`-ne`, `-pe`).
+            t.starts_with('-') && !t.starts_with("--") && (t.ends_with('e') || t.ends_with('E'))
+        };
+        if is_code_flag {
+            code = argv.get(j + 1).map(|w| w.text.clone());
+            break;
+        }
+        if !t.starts_with('-') {
+            positional = true;
+            break;
+        }
+        j += 1;
+    }
+    let code = match code {
+        Some(c) => c,
+        None if !positional => match stdin {
+            Some(s) => s.to_string(),
+            None => return,
+        },
+        None => return,
+    };
+    inline_code(a, &code);
+}
+
+/// Markers of code that runs a shell command string.
+const EXEC_MARKERS: &[&str] = &[
+    "system",
+    "popen",
+    "subprocess",
+    "exec",
+    "spawn",
+    "`",
+    "qx",
+    "shell_exec",
+    "passthru",
+    "check_output",
+    "check_call",
+    "%x",
+];
+
+fn inline_code(a: &mut Analyser<'_>, code: &str) {
+    if !EXEC_MARKERS.iter().any(|m| code.contains(m)) {
+        return;
+    }
+    let lits = string_literals(code);
+    for (_, lit) in &lits {
+        a.shell(lit);
+    }
+    // `["rm", "-rf", "/"]`: an argv list.
+    let bytes = code.as_bytes();
+    let mut k = 0;
+    while k < bytes.len() {
+        if bytes[k] == b'[' {
+            let in_list: Vec<&String> = lits
+                .iter()
+                .filter(|(pos, _)| *pos > k)
+                .take_while(|(pos, _)| !code[k..*pos].contains(']'))
+                .map(|(_, s)| s)
+                .collect();
+            if in_list.len() > 1 {
+                let line: Vec<String> = in_list.iter().map(|s| shell_quote(s)).collect();
+                a.shell(&line.join(" "));
+            }
+        }
+        k += 1;
+    }
+}
+
+/// String literals in script code (`'…'`, `"…"`, `` `…` ``), with their byte
+/// offsets.
+fn string_literals(code: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    let mut it = code.char_indices().peekable();
+    while let Some((pos, c)) = it.next() {
+        if c != '\'' && c != '"' && c != '`' {
+            continue;
+        }
+        let mut s = String::new();
+        let mut closed = false;
+        while let Some((_, d)) = it.next() {
+            if d == '\\' {
+                if let Some((_, e)) = it.next() {
+                    s.push(match e {
+                        'n' => '\n',
+                        't' => '\t',
+                        o => o,
+                    });
+                }
+            } else if d == c {
+                closed = true;
+                break;
+            } else {
+                s.push(d);
+            }
+        }
+        if closed && !s.is_empty() {
+            out.push((pos, s));
+        }
+    }
+    out
+}
+
+fn shell_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:@%+,~".contains(c))
+    {
+        return s.to_string();
+    }
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+// ------------------------------------------------------------ find
+
+/// `find ROOTS … -delete | -exec CMD {} ;`: returns the roots (what a
+/// following `xargs` receives, approximately).
+fn find(a: &mut Analyser<'_>, cmd: &Cmd, argv: &[Word]) -> Vec<Word> {
+    let mut j = 1;
+    while j < argv.len() {
+        let t = argv[j].text.as_str();
+        if matches!(t, "-H" | "-L" | "-P") || t.starts_with("-O") {
+            j += 1;
+        } else if t == "-D" {
+            j += 2;
+        } else {
+            break;
+        }
+    }
+    let mut roots = Vec::new();
+    while j < argv.len() {
+        let t = argv[j].text.as_str();
+        if t.starts_with('-') || matches!(t, "(" | "!" | ")" | "\\(") {
+            break;
+        }
+        roots.push(argv[j].clone());
+        j += 1;
+    }
+    if roots.is_empty() {
+        roots.push(Word::lit("."));
+    }
+    while j < argv.len() {
+        let t = argv[j].text.as_str();
+        if t == "-delete" {
+            let mut hits = Vec::new();
+            rm_targets(a, &roots, "find … -delete", &mut hits);
+            if let Some(h) = pick(a, hits) {
+                a.block(Block {
+                    rule: h.rule,
+                    command: cmd.span.clone(),
+                    why: h.why,
+                    instead: h.instead,
+                });
+                return roots;
+            }
+        } else if matches!(t, "-exec" | "-execdir" | "-ok" | "-okdir") {
+            let start = j + 1;
+            let mut end = start;
+            while end < argv.len() && !matches!(argv[end].text.as_str(), ";" | "+") {
+                end += 1;
+            }
+            let sub = &argv[start..end.min(argv.len())];
+            for root in &roots {
+                let replaced: Vec<Word> = sub
+                    .iter()
+                    .map(|w| {
+                        if w.text.contains("{}") {
+                            Word {
+                                text: w.text.replace("{}", &root.text),
+                                dynamic: w.dynamic || root.dynamic,
+                            }
+                        } else {
+                            w.clone()
+                        }
+                    })
+                    .collect();
+                exec(a, cmd, &replaced, &Flow::default(), None);
+                if a.hit.is_some() {
+                    return roots;
+                }
+            }
+            j = end;
+        }
+        j += 1;
+    }
+    roots
+}
+
+// ------------------------------------------------------------ rm / destroy
+
+/// Where a removal target lies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Place {
+    /// `/`, a home directory, or a system directory.
+    Vital,
+    /// Strictly inside a system temp dir.
+    Temp,
+    Other,
+}
+
+fn rm(a: &mut Analyser<'_>, argv: &[Word], hits: &mut Vec<Hit>, _via: Option<&str>) {
+    let mut recursive = false;
+    let mut targets = Vec::new();
+    let mut after = false;
+    for w in &argv[1..] {
+        let t = w.text.as_str();
+        if after || w.dynamic && !t.starts_with('-') {
+            targets.push(w.clone());
+        } else if t == "--" {
+            after = true;
+        } else if let Some(long) = t.strip_prefix("--") {
+            if long == "recursive" {
+                recursive = true;
+            }
+        } else if t.starts_with('-') && t.len() > 1 {
+            if t.contains('r') || t.contains('R') {
+                recursive = true;
+            }
+        } else {
+            targets.push(w.clone());
+        }
+    }
+    if recursive {
+        rm_targets(a, &targets, "rm -r", hits);
+    }
+}
+
+fn rm_targets(a: &Analyser<'_>, targets: &[Word], how: &str, hits: &mut Vec<Hit>) {
+    for t in targets {
+        let shown = if t.text.is_empty() {
+            "(unknown paths)"
+        } else {
+            t.text.as_str()
+        };
+        match place(a, t) {
+            Place::Vital => {
+                hits.push(Hit::new(
+                    Rule::Destroy,
+                    format!("{how} of `{shown}`, which is the root, a home directory or a system directory"),
+                    INSTEAD_RM_ROOT,
+                ));
+                hits.push(Hit::new(
+                    Rule::Rm,
+                    format!("{how} of `{shown}`, outside the temp dirs"),
+                    INSTEAD_RM,
+                ));
+                return;
+            }
+            Place::Other => hits.push(Hit::new(
+                Rule::Rm,
+                format!("{how} of `{shown}`, outside the temp dirs (/tmp, /var/tmp, $TMPDIR)"),
+                INSTEAD_RM,
+            )),
+            Place::Temp => {}
+        }
+    }
+}
+
+/// Second-level directories that are still system directories.
+const SYSTEM_PARENTS: &[&str] = &[
+    "usr",
+    "var",
+    "etc",
+    "System",
+    "Library",
+    "private",
+    "lib",
+    "lib64",
+    "bin",
+    "sbin",
+    "boot",
+    "dev",
+    "proc",
+    "sys",
+    "home",
+    "Users",
+    "root",
+    "opt",
+    "snap",
+    "run",
+    "srv",
+    "Applications",
+];
+
+const TEMP_DIRS: &[&[&str]] = &[
+    &["tmp"],
+    &["var", "tmp"],
+    &["private", "tmp"],
+    &["private", "var", "tmp"],
+];
+
+fn place(a: &Analyser<'_>, w: &Word) -> Place {
+    place_text(a, &w.text, 0)
+}
+
+fn place_text(a: &Analyser<'_>, t: &str, depth: u8) -> Place {
+    if t.is_empty() {
+        return Place::Other;
+    }
+    for home in ["~", "$HOME", "${HOME}"] {
+        if let Some(rest) = t.strip_prefix(home)
+            && (rest.is_empty() || rest.starts_with('/'))
+        {
+            let comps = normalise(rest);
+            return if effective(&comps).is_empty() {
+                Place::Vital
+            } else {
+                Place::Other
+            };
+        }
+    }
+    if t.starts_with("~") {
+        // `~user`: another user's home.
+        let rest = t.split_once('/').map(|(_, r)| r).unwrap_or("");
+        return if effective(&normalise(rest)).is_empty() {
+            Place::Vital
+        } else {
+            Place::Other
+        };
+    }
+    for tmp in ["$TMPDIR", "${TMPDIR}"] {
+        if let Some(rest) = t.strip_prefix(tmp)
+            && (rest.is_empty() || rest.starts_with('/'))
+        {
+            let comps = normalise(rest);
+            return if comps.is_empty() || comps.first().is_some_and(|c| c == "..") {
+                Place::Other
+            } else {
+                Place::Temp
+            };
+        }
+    }
+    if let Some(abs) = t.strip_prefix('/') {
+        let comps = normalise(abs);
+        let mut temps: Vec<Vec<String>> = TEMP_DIRS
+            .iter()
+            .map(|d| d.iter().map(|s| s.to_string()).collect())
+            .collect();
+        if let Some(td) = &a.cfg.tmpdir {
+            let c = normalise(td.trim_start_matches('/'));
+            if !c.is_empty() {
+                temps.push(c);
+            }
+        }
+        if temps
+            .iter()
+            .any(|d| comps.len() > d.len() && comps[..d.len()] == d[..])
+        {
+            return Place::Temp;
+        }
+        let eff = effective(&comps);
+        let vital = eff.len() <= 1 || (eff.len() == 2 && SYSTEM_PARENTS.contains(&eff[0].as_str()));
+        return if vital { Place::Vital } else { Place::Other };
+    }
+    if t.contains('$') || t.contains('`') {
+        return Place::Other;
+    }
+    match &a.cwd {
+        Some(cwd) if depth == 0 => place_text(a, &format!("{cwd}/{t}"), 1),
+        _ => Place::Other,
+    }
+}
+
+/// Lexically normalised path components (`.`, `..`, empty removed).
+fn normalise(p: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for c in p.split('/') {
+        match c {
+            "" | "." => {}
+            ".." => {
+                if out.pop().is_none() {
+                    // above the root stays at the root
+                }
+            }
+            c => out.push(c.to_string()),
+        }
+    }
+    out
+}
+
+/// Components without trailing globs or expansions, which may match or
+/// expand to everything (or nothing) at that level.
+fn effective(comps: &[String]) -> &[String] {
+    let mut n = comps.len();
+    while n > 0 {
+        let c = &comps[n - 1];
+        if c.contains('*') || c.contains('?') || c.contains('[') || c.contains('$') {
+            n -= 1;
+        } else {
+            break;
+        }
+    }
+    &comps[..n]
+}
+
+fn dd(argv: &[Word], hits: &mut Vec<Hit>) {
+    for w in &argv[1..] {
+        if let Some(dev) = w.text.strip_prefix("of=/dev/")
+            && !matches!(dev, "null" | "zero" | "stdout" | "stderr" | "tty")
+            && !dev.starts_with("fd/")
+        {
+            hits.push(Hit::new(
+                Rule::Destroy,
+                format!("dd writes straight onto the device /dev/{dev}"),
+                INSTEAD_DEVICE,
+            ));
+        }
+    }
+}
+
+fn mkfs(name: &str, argv: &[Word], hits: &mut Vec<Hit>) {
+    if let Some(dev) = argv[1..].iter().find(|w| w.text.starts_with("/dev/")) {
+        hits.push(Hit::new(
+            Rule::Destroy,
+            format!("{name} formats the device {}", dev.text),
+            INSTEAD_DEVICE,
+        ));
+    }
+}
+
+// ------------------------------------------------------------ git
+
+fn git(a: &Analyser<'_>, argv: &[Word], hits: &mut Vec<Hit>) {
+    let mut i = 1;
+    while i < argv.len() {
+        let t = argv[i].text.as_str();
+        if matches!(
+            t,
+            "-C" | "-c"
+                | "--git-dir"
+                | "--work-tree"
+                | "--namespace"
+                | "--config-env"
+                | "--super-prefix"
+                | "--exec-path"
+        ) && !t.contains('=')
+        {
+            i += 2;
+        } else if t.starts_with('-') {
+            i += 1;
+        } else {
+            break;
+        }
+    }
+    let Some(sub) = argv.get(i) else { return };
+    let rest = &argv[i + 1..];
+    let flags = |long: &[&str], short: char| -> bool {
+        rest.iter().take_while(|w| w.text != "--").any(|w| {
+            let t = w.text.as_str();
+            long.contains(&t)
+                || (t.starts_with('-') && !t.starts_with("--") && t[1..].contains(short))
+        })
+    };
+    match sub.text.as_str() {
+        "add" => {
+            let all = rest.iter().any(|w| {
+                let t = w.text.as_str();
+                matches!(
+                    t,
+                    "." | "./"
+                        | ":/"
+                        | ":/*"
+                        | "*"
+                        | "-A"
+                        | "--all"
+                        | "-u"
+                        | "--update"
+                        | "--no-ignore-removal"
+                ) || (t.starts_with('-')
+                    && !t.starts_with("--")
+                    && (t.contains('A') || t.contains('u')))
+            });
+            if all {
+                hits.push(Hit::new(
+                    Rule::GitAddAll,
+                    "it stages every change in the shared work tree, including other people's",
+                    INSTEAD_ADD,
+                ));
+            }
+        }
+        "commit" => {
+            let mut all = false;
+            let mut k = 0;
+            while k < rest.len() {
+                let t = rest[k].text.as_str();
+                if t == "--" {
+                    break;
+                }
+                if matches!(
+                    t,
+                    "-m" | "-F"
+                        | "-C"
+                        | "-c"
+                        | "-t"
+                        | "--message"
+                        | "--file"
+                        | "--author"
+                        | "--date"
+                        | "--template"
+                        | "--fixup"
+                        | "--squash"
+                        | "--reuse-message"
+                        | "--reedit-message"
+                        | "--trailer"
+                        | "--cleanup"
+                ) {
+                    k += 2;
+                    continue;
+                }
+                if t == "--all" {
+                    all = true;
+                } else if t.starts_with('-') && !t.starts_with("--") {
+                    for c in t[1..].chars() {
+                        if c == 'a' {
+                            all = true;
+                            break;
+                        }
+                        if "mFCct".contains(c) {
+                            break;
+                        }
+                    }
+                }
+                k += 1;
+            }
+            if all {
+                hits.push(Hit::new(
+                    Rule::GitAddAll,
+                    "`commit -a` stages every modified file in the shared work tree, including other people's",
+                    INSTEAD_ADD,
+                ));
+            }
+        }
+        "stash" => match rest.first().map(|w| w.text.as_str()) {
+            Some("pop") if !rest[1..].iter().any(|w| !w.text.starts_with('-')) => {
+                hits.push(Hit::new(
+                    Rule::StashPop,
+                    "a bare `git stash pop` applies and drops whatever stash is on top, often someone else's",
+                    INSTEAD_POP,
+                ))
+            }
+            Some(op @ ("drop" | "clear")) => hits.push(Hit::new(
+                Rule::Destroy,
+                format!("`git stash {op}` throws stashed work away for good"),
+                INSTEAD_DISCARD,
+            )),
+            _ => {}
+        },
+        "reset" => {
+            if let Some(m) = rest
+                .iter()
+                .find(|w| w.text == "--hard" || w.text == "--merge")
+            {
+                hits.push(Hit::new(
+                    Rule::Destroy,
+                    format!(
+                        "`git reset {}` discards uncommitted work in the shared work tree",
+                        m.text
+                    ),
+                    INSTEAD_DISCARD,
+                ));
+            }
+        }
+        "checkout" => {
+            let dd = rest.iter().position(|w| w.text == "--");
+            let paths_after_dd = dd.is_some_and(|p| p + 1 < rest.len());
+            let dot = rest.iter().any(|w| w.text == "." || w.text == "./");
+            let force = flags(&["--force"], 'f');
+            if paths_after_dd || dot || force {
+                hits.push(Hit::new(
+                    Rule::Destroy,
+                    "this checkout overwrites uncommitted changes in the shared work tree",
+                    INSTEAD_DISCARD,
+                ));
+            }
+        }
+        "restore" => {
+            let staged = flags(&["--staged"], 'S');
+            let worktree = flags(&["--worktree"], 'W');
+            if !staged || worktree {
+                hits.push(Hit::new(
+                    Rule::Destroy,
+                    "`git restore` without --staged overwrites uncommitted changes in the shared work tree",
+                    INSTEAD_DISCARD,
+                ));
+            }
+        }
+        "clean" => {
+            let force = flags(&["--force"], 'f');
+            let dry = flags(&["--dry-run"], 'n');
+            if force && !dry {
+                hits.push(Hit::new(
+                    Rule::Destroy,
+                    "`git clean -f` deletes untracked files, which may be someone else's new work",
+                    INSTEAD_DISCARD,
+                ));
+            }
+        }
+        "branch" => {
+            let big_d = rest.iter().any(|w| {
+                let t = w.text.as_str();
+                t.starts_with('-') && !t.starts_with("--") && t.contains('D')
+            });
+            let del = flags(&["--delete"], 'd');
+            let force = flags(&["--force"], 'f');
+            if big_d || (del && force) {
+                hits.push(Hit::new(
+                    Rule::Destroy,
+                    "`git branch -D` deletes a branch even when its commits are merged nowhere",
+                    INSTEAD_DISCARD,
+                ));
+            }
+        }
+        "push" => push(a, rest, hits),
+        _ => {}
+    }
+}
+
+fn push(a: &Analyser<'_>, rest: &[Word], hits: &mut Vec<Hit>) {
+    let mut force = false;
+    let mut delete = false;
+    let mut all = false;
+    let mut positional: Vec<&Word> = Vec::new();
+    let mut k = 0;
+    while k < rest.len() {
+        let t = rest[k].text.as_str();
+        if t == "--" {
+            positional.extend(rest[k + 1..].iter());
+            break;
+        }
+        if matches!(
+            t,
+            "-o" | "--push-option" | "--repo" | "--receive-pack" | "--exec"
+        ) {
+            k += 2;
+            continue;
+        }
+        if t == "--force" || t == "--mirror" {
+            force = true;
+            if t == "--mirror" {
+                all = true;
+            }
+        } else if t == "--delete" {
+            delete = true;
+        } else if t == "--all" || t == "--branches" {
+            all = true;
+        } else if t.starts_with("--") {
+        } else if t.starts_with('-') && t.len() > 1 {
+            if t.contains('f') {
+                force = true;
+            }
+            if t.contains('d') {
+                delete = true;
+            }
+        } else {
+            positional.push(&rest[k]);
+        }
+        k += 1;
+    }
+    let refspecs: Vec<&Word> = positional.iter().skip(1).copied().collect();
+    // Destination branch of each refspec; None = not known statically.
+    let dst = |w: &Word| -> Option<String> {
+        if w.dynamic {
+            return None;
+        }
+        let t = w.text.trim_start_matches('+');
+        let d = t.rsplit_once(':').map(|(_, d)| d).unwrap_or(t);
+        let d = d.strip_prefix("refs/heads/").unwrap_or(d);
+        if d.is_empty() || d == "HEAD" || d == "@" {
+            None
+        } else {
+            Some(d.to_string())
+        }
+    };
+    let protected = |b: &Option<String>| match b {
+        Some(b) => a.cfg.protected.iter().any(|p| glob(p, b)),
+        None => true,
+    };
+    let deny = |what: String, hits: &mut Vec<Hit>| {
+        hits.push(Hit::new(Rule::Destroy, what, INSTEAD_PUSH));
+    };
+    if force && (all || refspecs.is_empty()) {
+        deny(
+            "a force-push whose target branch is not named (it may rewrite a protected branch)"
+                .into(),
+            hits,
+        );
+        return;
+    }
+    for r in &refspecs {
+        let b = dst(r);
+        let forced = force || r.text.starts_with('+');
+        let deleting = delete || (r.text.starts_with(':') && r.text.len() > 1);
+        if (forced || deleting) && protected(&b) {
+            let name = b.unwrap_or_else(|| r.text.clone());
+            let verb = if deleting { "deletes" } else { "force-pushes" };
+            deny(
+                format!("this {verb} the protected or unknown branch `{name}`"),
+                hits,
+            );
+            return;
+        }
+    }
+}
+
+/// `*` glob over a branch name (`*` matches any run, `/` included).
+fn glob(pat: &str, s: &str) -> bool {
+    fn m(p: &[u8], s: &[u8]) -> bool {
+        match p.split_first() {
+            None => s.is_empty(),
+            Some((b'*', rest)) => (0..=s.len()).any(|i| m(rest, &s[i..])),
+            Some((c, rest)) => s.first() == Some(c) && m(rest, &s[1..]),
+        }
+    }
+    m(pat.as_bytes(), s.as_bytes())
+}
+
+// ------------------------------------------------------------ others
+
+fn rsync(argv: &[Word], hits: &mut Vec<Hit>) {
+    let mut del = None;
+    let mut dry = false;
+    for w in &argv[1..] {
+        let t = w.text.as_str();
+        if t.starts_with("--del") || t == "--remove-source-files" {
+            del = Some(t.to_string());
+        } else if t == "--dry-run"
+            || (t.starts_with('-') && !t.starts_with("--") && t.contains('n'))
+        {
+            dry = true;
+        }
+    }
+    if let Some(opt) = del
+        && !dry
+    {
+        hits.push(Hit::new(
+            Rule::RsyncDelete,
+            format!("`rsync {opt}` deletes files on the target that are missing from the source"),
+            INSTEAD_RSYNC,
+        ));
+    }
+}
+
+fn flutter(argv: &[Word], hits: &mut Vec<Hit>) {
+    let Some(run) = argv.iter().position(|w| w.text == "run") else {
+        return;
+    };
+    if argv[1..run].iter().any(|w| !w.text.starts_with('-')) {
+        return; // `run` is an argument of another subcommand
+    }
+    let rest = &argv[run + 1..];
+    let mut device: Option<&str> = None;
+    for (k, w) in rest.iter().enumerate() {
+        let t = w.text.as_str();
+        if t == "-d" || t == "--device-id" {
+            device = rest.get(k + 1).map(|w| w.text.as_str());
+        } else if let Some(d) = t.strip_prefix("--device-id=") {
+            device = Some(d);
+        } else if let Some(d) = t
+            .strip_prefix("-d")
+            .filter(|d| !d.is_empty() && !t.starts_with("--"))
+        {
+            device = Some(d);
+        }
+    }
+    if let Some(d) = device
+        && is_physical_device(d)
+    {
+        hits.push(Hit::new(
+            Rule::FlutterRunDevice,
+            format!("`flutter run` on the physical device `{d}`"),
+            INSTEAD_FLUTTER,
+        ));
+    }
+}
+
+/// Device ids that name no physical device: desktop and web targets,
+/// Android emulators, iOS simulators (UUID 8-4-4-4-12).
+fn is_physical_device(d: &str) -> bool {
+    let virtual_target = matches!(
+        d.to_ascii_lowercase().as_str(),
+        "chrome" | "web-server" | "edge" | "macos" | "linux" | "windows" | "flutter-tester"
+    ) || d.starts_with("emulator-")
+        || is_uuid(d);
+    !virtual_target && !d.is_empty() && !d.starts_with('$')
+}
+
+fn is_uuid(s: &str) -> bool {
+    let parts: Vec<&str> = s.split('-').collect();
+    parts.len() == 5
+        && parts.iter().map(|p| p.len()).eq([8, 4, 4, 4, 12])
+        && parts
+            .iter()
+            .all(|p| p.chars().all(|c| c.is_ascii_hexdigit()))
+}
+
+fn sql_client(name: &str, argv: &[Word], stdin: Option<&str>, hits: &mut Vec<Hit>) {
+    let mut sql: Vec<String> = Vec::new();
+    let mut k = 1;
+    let mut positional = 0;
+    while k < argv.len() {
+        let t = argv[k].text.as_str();
+        let next = argv.get(k + 1).map(|w| w.text.clone());
+        match name {
+            "psql" => {
+                if t == "-c" || t == "--command" {
+                    sql.extend(next);
+                    k += 1;
+                } else if let Some(s) = t.strip_prefix("--command=") {
+                    sql.push(s.to_string());
+                }
+            }
+            "mysql" | "mariadb" => {
+                if t == "-e" || t == "--execute" {
+                    sql.extend(next);
+                    k += 1;
+                } else if let Some(s) = t.strip_prefix("--execute=") {
+                    sql.push(s.to_string());
+                } else if let Some(s) = t
+                    .strip_prefix("-e")
+                    .filter(|s| !s.is_empty() && !t.starts_with("--"))
+                {
+                    sql.push(s.to_string());
+                }
+            }
+            _ => {
+                if t == "-cmd" || t == "--cmd" || t == "-c" {
+                    sql.extend(next);
+                    k += 1;
+                } else if matches!(
+                    t,
+                    "-separator"
+                        | "-newline"
+                        | "-nullvalue"
+                        | "-init"
+                        | "-vfs"
+                        | "-mmap"
+                        | "-maxsize"
+                ) {
+                    k += 1;
+                } else if !t.starts_with('-') {
+                    if positional > 0 {
+                        sql.push(t.to_string());
+                    }
+                    positional += 1;
+                }
+            }
+        }
+        k += 1;
+    }
+    if let Some(s) = stdin {
+        sql.push(s.to_string());
+    }
+    if let Some(what) = sql.iter().find_map(|s| destructive_sql(s)) {
+        hits.push(Hit::new(
+            Rule::Destroy,
+            format!("{what} through {name} deletes data"),
+            INSTEAD_SQL,
+        ));
+    }
+}
+
+/// `DROP TABLE|DATABASE|SCHEMA` or `TRUNCATE`, outside string literals and
+/// comments.
+fn destructive_sql(sql: &str) -> Option<&'static str> {
+    let mut clean = String::with_capacity(sql.len());
+    let mut in_str = false;
+    let mut lines = Vec::new();
+    for line in sql.lines() {
+        lines.push(line.split("--").next().unwrap_or(""));
+    }
+    for c in lines.join("\n").chars() {
+        if c == '\'' {
+            in_str = !in_str;
+            clean.push(' ');
+        } else if in_str {
+            clean.push(' ');
+        } else {
+            clean.push(c.to_ascii_uppercase());
+        }
+    }
+    let toks: Vec<&str> = clean
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|t| !t.is_empty())
+        .collect();
+    for (i, t) in toks.iter().enumerate() {
+        match *t {
+            "TRUNCATE" => return Some("TRUNCATE"),
+            "DROP" => match toks.get(i + 1) {
+                Some(&"TABLE") => return Some("DROP TABLE"),
+                Some(&"DATABASE") => return Some("DROP DATABASE"),
+                Some(&"SCHEMA") => return Some("DROP SCHEMA"),
+                _ => {}
+            },
+            _ => {}
+        }
+    }
+    None
+}
+
+fn release(a: &Analyser<'_>, argv: &[Word], hits: &mut Vec<Hit>) {
+    let rel = &a.cfg.release;
+    let Some(first) = argv.first() else { return };
+    let name = base(first);
+    let matched = rel.commands.iter().find(|c| {
+        c.first().is_some_and(|n| n == name) && {
+            let mut it = argv[1..].iter();
+            c[1..].iter().all(|want| it.any(|w| &w.text == want))
+        }
+    });
+    let Some(m) = matched else { return };
+    if let Some(agent) = &a.cfg.agent
+        && rel.owners.iter().any(|o| o == agent)
+    {
+        return;
+    }
+    let owners = if rel.owners.is_empty() {
+        "none is configured in ~/.hoop/act_guard_release".to_string()
+    } else {
+        rel.owners.join(", ")
+    };
+    hits.push(Hit::new(
+        Rule::Release,
+        format!("`{}` is a release/upload command", m.join(" ")),
+        format!("only the release owner (HOOP_AGENT = {owners}) releases; hand the build to them"),
+    ));
+}
+
+// ------------------------------------------------------------ steal
+
+/// Commands that send data off the machine.
+fn sender_kind(name: &str, argv: &[Word]) -> Option<Sender> {
+    Some(match name {
+        "curl" | "wget" | "http" | "https" | "xh" => Sender::Url,
+        "nc" | "ncat" | "netcat" | "socat" | "telnet" => Sender::Socket,
+        "scp" | "rsync" | "sftp" => Sender::Copy,
+        "ssh" | "mail" | "mailx" | "sendmail" | "ftp" => Sender::Always,
+        "gh" if argv.iter().any(|w| w.text == "gist") => Sender::Always,
+        "aws" if argv.iter().any(|w| w.text.starts_with("s3://")) => Sender::Always,
+        _ => return None,
+    })
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sender {
+    Url,
+    Socket,
+    Copy,
+    Always,
+}
+
+/// Option values that are not data being sent: client certificates,
+/// output files, identity and config files.
+fn exempt_opts(kind: Sender) -> &'static [&'static str] {
+    match kind {
+        Sender::Url => &[
+            "-o",
+            "--output",
+            "-O",
+            "--output-document",
+            "-E",
+            "--cert",
+            "--key",
+            "--cacert",
+            "--capath",
+            "-K",
+            "--config",
+            "--netrc-file",
+            "-c",
+            "--cookie-jar",
+            "-D",
+            "--dump-header",
+            "--certificate",
+            "--private-key",
+            "--ca-certificate",
+            "--append-output",
+            "--output-file",
+        ],
+        Sender::Copy | Sender::Always => &["-i", "-F", "-o", "-e", "--rsh", "-J", "-S"],
+        Sender::Socket => &[],
+    }
+}
+
+fn is_loopback(host: &str) -> bool {
+    let h = host
+        .split("://")
+        .nth(1)
+        .unwrap_or(host)
+        .split(['/', '?'])
+        .next()
+        .unwrap_or("");
+    let h = h.rsplit('@').next().unwrap_or(h);
+    let h = if h.starts_with('[') {
+        h.split(']').next().unwrap_or(h).trim_start_matches('[')
+    } else {
+        h.split(':').next().unwrap_or(h)
+    };
+    h == "localhost" || h.starts_with("127.") || h == "::1" || h == "0.0.0.0"
+}
+
+fn is_remote_copy_dest(t: &str) -> bool {
+    if t.starts_with("rsync://") {
+        return true;
+    }
+    match t.split_once(':') {
+        Some((host, _)) => !host.is_empty() && !host.contains('/'),
+        None => false,
+    }
+}
+
+fn steal(name: &str, argv: &[Word], cmd: &Cmd, input: &Flow, hits: &mut Vec<Hit>) {
+    let Some(kind) = sender_kind(name, argv) else {
+        return;
+    };
+    let exempt = exempt_opts(kind);
+    // Is the destination off the machine?
+    let args: Vec<&Word> = argv[1..].iter().collect();
+    let positional: Vec<&Word> = {
+        let mut v = Vec::new();
+        let mut skip = false;
+        for w in &args {
+            if skip {
+                skip = false;
+                continue;
+            }
+            if exempt.contains(&w.text.as_str()) {
+                skip = true;
+                continue;
+            }
+            if !w.text.starts_with('-') {
+                v.push(*w);
+            }
+        }
+        v
+    };
+    let remote = match kind {
+        Sender::Always => true,
+        Sender::Url => {
+            let mut urls: Vec<&&Word> = positional
+                .iter()
+                .filter(|w| w.text.contains("://"))
+                .collect();
+            if urls.is_empty() {
+                // Bare hosts (`curl example.com`): not data, not secrets.
+                urls = positional
+                    .iter()
+                    .filter(|w| {
+                        !w.text.starts_with('@')
+                            && !w.text.contains('=')
+                            && !mentions_secret(&w.text)
+                    })
+                    .collect();
+            }
+            urls.is_empty() || urls.iter().any(|w| !is_loopback(&w.text))
+        }
+        Sender::Socket => positional.first().is_none_or(|w| !is_loopback(&w.text)),
+        Sender::Copy => {
+            name == "sftp"
+                || positional
+                    .last()
+                    .is_some_and(|w| is_remote_copy_dest(&w.text))
+        }
+    };
+    if !remote {
+        return;
+    }
+    // Does a secret go with it?
+    let mut leaked: Option<String> = None;
+    if input.secret {
+        leaked = Some("a secret file's content piped into it".into());
+    }
+    if leaked.is_none()
+        && let Some(f) = cmd.in_files.iter().find(|w| mentions_secret(&w.text))
+    {
+        leaked = Some(format!("`{}` fed to its stdin", f.text));
+    }
+    if leaked.is_none() {
+        let candidates: Vec<&Word> = match kind {
+            // Only the sources, not the destination.
+            Sender::Copy => positional[..positional.len().saturating_sub(1)].to_vec(),
+            _ => {
+                let mut v = Vec::new();
+                let mut skip = false;
+                for w in &args {
+                    if skip {
+                        skip = false;
+                        continue;
+                    }
+                    if exempt.contains(&w.text.as_str()) {
+                        skip = true;
+                        continue;
+                    }
+                    if w.text.contains("://") && !w.text.contains("$(") && !w.text.contains('`') {
+                        continue;
+                    }
+                    v.push(*w);
+                }
+                v
+            }
+        };
+        if let Some(w) = candidates.iter().find(|w| mentions_secret(&w.text)) {
+            leaked = Some(format!("`{}`", w.text));
+        }
+    }
+    if let Some(what) = leaked {
+        hits.push(Hit::new(
+            Rule::Steal,
+            format!("{what} would leave the machine through {name}"),
+            INSTEAD_STEAL,
+        ));
+    }
+}
+
+/// Does the stream out of this stage carry a secret?
+fn flows_secret(name: &str, argv: &[Word], cmd: &Cmd, input: &Flow) -> bool {
+    if matches!(
+        name,
+        "echo" | "printf" | "true" | ":" | "ls" | "stat" | "test" | "["
+    ) {
+        return false;
+    }
+    input.secret
+        || cmd.in_files.iter().any(|w| mentions_secret(&w.text))
+        || argv[1..].iter().any(|w| mentions_secret(&w.text))
+}
+
+/// Does this text name a secret file anywhere?
+pub(crate) fn mentions_secret(text: &str) -> bool {
+    text.split(|c: char| c.is_whitespace() || "@=,;|<>\"'()`{}[]:".contains(c))
+        .any(is_secret_path)
+}
+
+const SSH_KEY_NAMES: &[&str] = &[
+    "id_rsa",
+    "id_dsa",
+    "id_ecdsa",
+    "id_ed25519",
+    "id_ecdsa_sk",
+    "id_ed25519_sk",
+];
+
+fn is_secret_path(p: &str) -> bool {
+    let p = p.trim_end_matches('/');
+    if p.is_empty() {
+        return false;
+    }
+    let mut comps = p.rsplit('/');
+    let base = comps.next().unwrap_or("");
+    let parent = comps.next().unwrap_or("");
+    if base.ends_with(".pub") {
+        return false;
+    }
+    if SSH_KEY_NAMES.contains(&base) {
+        return true;
+    }
+    if parent == ".ssh"
+        && !(base.starts_with("known_hosts")
+            || base == "config"
+            || base.starts_with("authorized_keys"))
+    {
+        return true;
+    }
+    if matches!(
+        base,
+        ".ssh"
+            | ".aws"
+            | ".hoop"
+            | ".gnupg"
+            | ".token.json"
+            | "agent.env"
+            | ".netrc"
+            | ".git-credentials"
+            | ".pypirc"
+            | ".npmrc"
+            | "application_default_credentials.json"
+            | ".env"
+    ) {
+        return true;
+    }
+    if let Some(suffix) = base.strip_prefix(".env.") {
+        return !matches!(suffix, "example" | "sample" | "template" | "dist");
+    }
+    (parent == ".aws" && base == "credentials")
+        || (parent == ".kube" && base == "config")
+        || (parent == ".docker" && base == "config.json")
+        || p.contains(".config/gcloud")
+        || p.contains(".azure/")
+        || p.contains("/.gnupg/")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secret_paths() {
+        for yes in [
+            "~/.ssh/id_rsa",
+            "/home/u/.ssh/id_ed25519",
+            "id_rsa",
+            ".env",
+            "./.env.local",
+            "/r/h/.token.json",
+            "agent.env",
+            "~/.aws/credentials",
+            "~/.ssh",
+            "~/.kube/config",
+            "~/.config/gcloud/application_default_credentials.json",
+        ] {
+            assert!(is_secret_path(yes), "{yes}");
+        }
+        for no in [
+            "~/.ssh/id_rsa.pub",
+            "~/.ssh/known_hosts",
+            ".env.example",
+            "README.md",
+            "envy",
+            "src/env.rs",
+            "~/.ssh/config",
+        ] {
+            assert!(!is_secret_path(no), "{no}");
+        }
+        assert!(mentions_secret("file=@/home/u/.ssh/id_rsa"));
+        assert!(mentions_secret("$(cat .env)"));
+    }
+
+    #[test]
+    fn globs_and_sql() {
+        assert!(glob("release/*", "release/1.2"));
+        assert!(!glob("release/*", "feature/x"));
+        assert!(glob("main", "main"));
+        assert_eq!(destructive_sql("drop table users;"), Some("DROP TABLE"));
+        assert_eq!(destructive_sql("SELECT 'drop table x'"), None);
+        assert_eq!(destructive_sql("-- drop table x\nselect 1"), None);
+        assert_eq!(destructive_sql("truncate logs"), Some("TRUNCATE"));
+    }
+
+    #[test]
+    fn devices() {
+        assert!(is_physical_device("00008030-001A2C3E1234802E"));
+        assert!(is_physical_device("R58M12ABCDE"));
+        assert!(!is_physical_device("emulator-5554"));
+        assert!(!is_physical_device("chrome"));
+        assert!(!is_physical_device("6F1B2D3C-1111-2222-3333-444455556666"));
+    }
+}

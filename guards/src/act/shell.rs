@@ -1,0 +1,532 @@
+//! From shell text to the simple commands that would run. tree-sitter-bash
+//! gives the syntax tree; this module turns each `command` node into a
+//! [`Cmd`] (words with quotes removed, here-doc / here-string input, `<`
+//! files), follows data through pipelines ([`Flow`]), and hands every command
+//! to [`super::rules`]. Shell text found in a command (`bash -c`, `eval`, a
+//! heredoc fed to a shell, `| sh`, `watch`, `env -S`) is parsed again,
+//! recursively, up to [`MAX_DEPTH`].
+
+use tree_sitter::{Node, Parser};
+
+use super::{ActConfig, Block, Verdict, rules};
+
+/// Nested shell text deeper than this is not followed (logged as unparsed).
+/// Real commands nest two or three levels; this bounds hostile input.
+const MAX_DEPTH: usize = 12;
+
+/// A word after quote removal. Expansions (`$HOME`, `$(…)`) are kept as
+/// written and mark the word dynamic: its runtime value is unknown.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Word {
+    pub text: String,
+    pub dynamic: bool,
+}
+
+impl Word {
+    pub fn lit(s: &str) -> Word {
+        Word {
+            text: s.to_string(),
+            dynamic: false,
+        }
+    }
+    /// A word whose value cannot be known (e.g. what `xargs` reads).
+    pub fn unknown() -> Word {
+        Word {
+            text: String::new(),
+            dynamic: true,
+        }
+    }
+}
+
+/// One simple command as it would run.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Cmd {
+    /// The command as written (for messages).
+    pub span: String,
+    pub words: Vec<Word>,
+    /// Here-doc body or here-string fed to stdin.
+    pub stdin_text: Option<String>,
+    /// Files redirected into stdin (`< file`).
+    pub in_files: Vec<Word>,
+}
+
+/// What flows out of a pipeline stage into the next one.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Flow {
+    /// Known text (from `echo`, `printf`, `cat <<EOF`).
+    pub text: Option<String>,
+    /// The stream carries a secret file's content.
+    pub secret: bool,
+    /// Paths produced (by `find ROOTS`), for `xargs`.
+    pub items: Option<Vec<Word>>,
+}
+
+pub(crate) struct Analyser<'c> {
+    pub cfg: &'c ActConfig,
+    parser: Option<Parser>,
+    depth: usize,
+    /// The working directory as far as it is known (payload cwd, then `cd`).
+    pub cwd: Option<String>,
+    pub hit: Option<Block>,
+    pub unparsed: Option<String>,
+}
+
+pub(crate) fn analyse(text: &str, cfg: &ActConfig) -> Verdict {
+    let mut a = Analyser {
+        cfg,
+        parser: None,
+        depth: 0,
+        cwd: cfg.cwd.clone(),
+        hit: None,
+        unparsed: None,
+    };
+    a.shell(text);
+    match (a.hit, a.unparsed) {
+        (Some(b), _) => Verdict::Block(b),
+        (None, Some(why)) => Verdict::Unparsed(why),
+        (None, None) => Verdict::Allow,
+    }
+}
+
+impl<'c> Analyser<'c> {
+    /// Analyse `text` as shell code (one nesting level deeper).
+    pub fn shell(&mut self, text: &str) {
+        if self.hit.is_some() || text.trim().is_empty() {
+            return;
+        }
+        if self.depth >= MAX_DEPTH {
+            self.note_unparsed("shell text nested too deep");
+            return;
+        }
+        let mut parser = match self.parser.take() {
+            Some(p) => p,
+            None => {
+                let mut p = Parser::new();
+                if p.set_language(&tree_sitter_bash::LANGUAGE.into()).is_err() {
+                    self.note_unparsed("shell grammar unavailable");
+                    return;
+                }
+                p
+            }
+        };
+        // The grammar's external scanner calls `isdigit` on raw code points
+        // (undefined, and a crash, above 255). Parse an ASCII copy with the
+        // same byte offsets; every non-ASCII byte becomes a word character,
+        // which is what bash makes of it too. Text is read from `text`.
+        let tree = if text.is_ascii() {
+            parser.parse(text, None)
+        } else {
+            let ascii: Vec<u8> = text
+                .bytes()
+                .map(|b| if b.is_ascii() { b } else { b'x' })
+                .collect();
+            parser.parse(&ascii, None)
+        };
+        self.parser = Some(parser);
+        let Some(tree) = tree else {
+            self.note_unparsed("the shell parser gave no tree");
+            return;
+        };
+        let root = tree.root_node();
+        if root.has_error() {
+            self.note_unparsed("the command is not valid shell syntax");
+        }
+        self.depth += 1;
+        let saved = self.cwd.clone();
+        self.walk(root, text);
+        self.cwd = saved;
+        self.depth -= 1;
+    }
+
+    fn note_unparsed(&mut self, why: &str) {
+        if self.unparsed.is_none() {
+            self.unparsed = Some(why.to_string());
+        }
+    }
+
+    pub fn block(&mut self, b: Block) {
+        if self.hit.is_none() {
+            self.hit = Some(b);
+        }
+    }
+
+    fn walk(&mut self, node: Node<'_>, src: &str) {
+        if self.hit.is_some() {
+            return;
+        }
+        match node.kind() {
+            "comment" | "heredoc_start" | "heredoc_end" | "heredoc_content" => {}
+            "command" => {
+                let cmd = build_cmd(node, src, None);
+                self.run(&cmd, Flow::default());
+                self.walk_inside_command(node, src);
+            }
+            "redirected_statement" => {
+                self.redirected(node, src, Flow::default());
+            }
+            "pipeline" => {
+                self.pipeline(node, src, Flow::default(), None);
+            }
+            "subshell" => {
+                let saved = self.cwd.clone();
+                self.walk_children(node, src);
+                self.cwd = saved;
+            }
+            _ => self.walk_children(node, src),
+        }
+    }
+
+    fn walk_children(&mut self, node: Node<'_>, src: &str) {
+        let mut cursor = node.walk();
+        for child in node.named_children(&mut cursor) {
+            self.walk(child, src);
+        }
+    }
+
+    /// Command substitutions and process substitutions inside a command's
+    /// words run too.
+    fn walk_inside_command(&mut self, node: Node<'_>, src: &str) {
+        let mut cursor = node.walk();
+        for child in node.named_children(&mut cursor) {
+            match child.kind() {
+                "command_name" | "word" | "number" => {}
+                _ => self.walk(child, src),
+            }
+        }
+    }
+
+    /// One pipeline stage (or a lone statement) given what flows into it.
+    fn stage(&mut self, node: Node<'_>, src: &str, input: Flow, stdin: Option<&str>) -> Flow {
+        match node.kind() {
+            "command" => {
+                let cmd = build_cmd(node, src, stdin);
+                let out = self.run(&cmd, input);
+                self.walk_inside_command(node, src);
+                out
+            }
+            "redirected_statement" => self.redirected(node, src, input),
+            "pipeline" => self.pipeline(node, src, input, stdin),
+            "list" => {
+                // `cat <<EOF | sh && x`: the first element receives the input.
+                let mut cursor = node.walk();
+                let kids: Vec<Node<'_>> = node.named_children(&mut cursor).collect();
+                let mut out = Flow::default();
+                for (i, k) in kids.into_iter().enumerate() {
+                    if i == 0 {
+                        out = self.stage(k, src, input.clone(), stdin);
+                    } else {
+                        self.walk(k, src);
+                    }
+                }
+                out
+            }
+            _ => {
+                self.walk(node, src);
+                Flow::default()
+            }
+        }
+    }
+
+    fn pipeline(
+        &mut self,
+        node: Node<'_>,
+        src: &str,
+        input: Flow,
+        last_stdin: Option<&str>,
+    ) -> Flow {
+        let mut cursor = node.walk();
+        let stages: Vec<Node<'_>> = node
+            .named_children(&mut cursor)
+            .filter(|n| n.kind() != "comment")
+            .collect();
+        let n = stages.len();
+        let mut flow = input;
+        for (i, s) in stages.into_iter().enumerate() {
+            let stdin = if i + 1 == n { last_stdin } else { None };
+            flow = self.stage(s, src, flow, stdin);
+            if self.hit.is_some() {
+                break;
+            }
+        }
+        flow
+    }
+
+    fn redirected(&mut self, node: Node<'_>, src: &str, input: Flow) -> Flow {
+        let mut heredoc: Option<String> = None;
+        let mut heredoc_nodes = Vec::new();
+        let mut continuations = Vec::new();
+        let mut extra_in = Vec::new();
+        let mut here_string = None;
+        let mut cursor = node.walk();
+        for r in node.children_by_field_name("redirect", &mut cursor) {
+            match r.kind() {
+                "heredoc_redirect" => {
+                    let mut c2 = r.walk();
+                    for k in r.named_children(&mut c2) {
+                        match k.kind() {
+                            "heredoc_body" => {
+                                heredoc = Some(text(k, src).to_string());
+                                heredoc_nodes.push(k);
+                            }
+                            "heredoc_start" | "heredoc_end" | "file_redirect" => {}
+                            _ => continuations.push(k),
+                        }
+                    }
+                }
+                "herestring_redirect" => {
+                    if let Some(v) = r.named_child(0) {
+                        here_string = Some(word_value(v, src).text);
+                    }
+                    self.walk_children(r, src);
+                }
+                "file_redirect" => {
+                    if let Some(w) = input_redirect(r, src) {
+                        extra_in.push(w);
+                    }
+                    self.walk_children(r, src);
+                }
+                _ => self.walk(r, src),
+            }
+        }
+        let stdin = heredoc.or(here_string);
+        let out = match node.child_by_field_name("body") {
+            Some(body) if body.kind() == "command" => {
+                let mut cmd = build_cmd(body, src, stdin.as_deref());
+                cmd.in_files.extend(extra_in);
+                let out = self.run(&cmd, input);
+                self.walk_inside_command(body, src);
+                out
+            }
+            Some(body) if body.kind() == "pipeline" => {
+                self.pipeline(body, src, input, stdin.as_deref())
+            }
+            Some(body) => {
+                self.walk(body, src);
+                Flow::default()
+            }
+            None => Flow::default(),
+        };
+        // `$(…)` in an unquoted heredoc body runs whatever reads the body.
+        for h in heredoc_nodes {
+            self.walk_children(h, src);
+        }
+        for c in continuations {
+            if c.kind() == "pipeline" {
+                let mut c3 = c.walk();
+                let stages: Vec<Node<'_>> = c.named_children(&mut c3).collect();
+                let mut flow = out.clone();
+                for s in stages {
+                    flow = self.stage(s, src, flow, None);
+                }
+            } else {
+                self.walk(c, src);
+            }
+        }
+        out
+    }
+
+    /// Run one command: wrappers, nested shells, then the rules.
+    fn run(&mut self, cmd: &Cmd, input: Flow) -> Flow {
+        if self.hit.is_some() {
+            return Flow::default();
+        }
+        rules::run(self, cmd, input)
+    }
+}
+
+fn text<'s>(node: Node<'_>, src: &'s str) -> &'s str {
+    src.get(node.start_byte()..node.end_byte()).unwrap_or("")
+}
+
+/// `< file` (and `0< file`): the file read into stdin.
+fn input_redirect(r: Node<'_>, src: &str) -> Option<Word> {
+    let t = text(r, src);
+    let t = t.trim_start_matches(|c: char| c.is_ascii_digit());
+    if t.starts_with('<') && !t.starts_with("<<") && !t.starts_with("<&") && !t.starts_with("<>") {
+        r.child_by_field_name("destination")
+            .map(|d| word_value(d, src))
+    } else {
+        None
+    }
+}
+
+fn build_cmd(node: Node<'_>, src: &str, stdin: Option<&str>) -> Cmd {
+    let mut cmd = Cmd {
+        span: text(node, src).to_string(),
+        stdin_text: stdin.map(str::to_string),
+        ..Cmd::default()
+    };
+    let mut cursor = node.walk();
+    for child in node.named_children(&mut cursor) {
+        match child.kind() {
+            "variable_assignment" | "comment" => {}
+            "command_name" => {
+                let inner = child.named_child(0).unwrap_or(child);
+                cmd.words.push(word_value(inner, src));
+            }
+            "file_redirect" => {
+                if let Some(w) = input_redirect(child, src) {
+                    cmd.in_files.push(w);
+                }
+            }
+            "herestring_redirect" => {
+                if let Some(v) = child.named_child(0) {
+                    cmd.stdin_text = Some(word_value(v, src).text);
+                }
+            }
+            "heredoc_redirect" => {}
+            _ => cmd.words.push(word_value(child, src)),
+        }
+    }
+    cmd
+}
+
+/// The value of a word-like node after quote removal.
+pub(crate) fn word_value(node: Node<'_>, src: &str) -> Word {
+    let mut w = Word::default();
+    append_value(node, src, &mut w);
+    w
+}
+
+fn append_value(node: Node<'_>, src: &str, w: &mut Word) {
+    let t = text(node, src);
+    match node.kind() {
+        "word" | "number" | "special_variable_name" | "variable_name" => {
+            unescape_unquoted(t, &mut w.text)
+        }
+        "raw_string" => w.text.push_str(strip(t, "'", "'")),
+        "ansi_c_string" => ansi_c(strip(t, "$'", "'"), &mut w.text),
+        "string" | "translated_string" => {
+            // Literal gaps between children are string content too.
+            let start = node.start_byte();
+            let inner_start = start + if node.kind() == "string" { 1 } else { 2 };
+            let inner_end = node.end_byte().saturating_sub(1).max(inner_start);
+            let mut pos = inner_start;
+            let mut cursor = node.walk();
+            for child in node.named_children(&mut cursor) {
+                if child.start_byte() > pos {
+                    unescape_dquoted(src.get(pos..child.start_byte()).unwrap_or(""), &mut w.text);
+                }
+                match child.kind() {
+                    "string_content" => unescape_dquoted(text(child, src), &mut w.text),
+                    _ => {
+                        w.text.push_str(text(child, src));
+                        w.dynamic = true;
+                    }
+                }
+                pos = child.end_byte().max(pos);
+            }
+            if inner_end > pos {
+                unescape_dquoted(src.get(pos..inner_end).unwrap_or(""), &mut w.text);
+            }
+        }
+        "concatenation" => {
+            let mut cursor = node.walk();
+            let mut pos = node.start_byte();
+            for child in node.named_children(&mut cursor) {
+                if child.start_byte() > pos {
+                    unescape_unquoted(src.get(pos..child.start_byte()).unwrap_or(""), &mut w.text);
+                }
+                append_value(child, src, w);
+                pos = child.end_byte().max(pos);
+            }
+            if node.end_byte() > pos {
+                unescape_unquoted(src.get(pos..node.end_byte()).unwrap_or(""), &mut w.text);
+            }
+        }
+        _ => {
+            w.text.push_str(t);
+            w.dynamic = true;
+        }
+    }
+}
+
+fn strip<'a>(t: &'a str, pre: &str, suf: &str) -> &'a str {
+    let t = t.strip_prefix(pre).unwrap_or(t);
+    t.strip_suffix(suf).unwrap_or(t)
+}
+
+fn unescape_unquoted(t: &str, out: &mut String) {
+    let mut it = t.chars();
+    while let Some(c) = it.next() {
+        if c == '\\' {
+            match it.next() {
+                Some('\n') | None => {}
+                Some(n) => out.push(n),
+            }
+        } else {
+            out.push(c);
+        }
+    }
+}
+
+fn unescape_dquoted(t: &str, out: &mut String) {
+    let mut it = t.chars().peekable();
+    while let Some(c) = it.next() {
+        if c == '\\' {
+            match it.peek() {
+                Some('"' | '\\' | '$' | '`') => out.push(it.next().unwrap_or('\\')),
+                Some('\n') => {
+                    it.next();
+                }
+                _ => out.push('\\'),
+            }
+        } else {
+            out.push(c);
+        }
+    }
+}
+
+fn ansi_c(t: &str, out: &mut String) {
+    let mut it = t.chars();
+    while let Some(c) = it.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match it.next() {
+            Some('n') => out.push('\n'),
+            Some('t') => out.push('\t'),
+            Some('r') => out.push('\r'),
+            Some(o) => out.push(o),
+            None => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(src: &str) -> Vec<Word> {
+        let mut p = Parser::new();
+        p.set_language(&tree_sitter_bash::LANGUAGE.into()).unwrap();
+        let t = p.parse(src, None).unwrap();
+        let cmd = t.root_node().named_child(0).unwrap();
+        build_cmd(cmd, src, None).words
+    }
+
+    #[test]
+    fn quote_removal() {
+        let w = words(r#"\rm -r "a b" 'c d' $'e\tf' g\ h "x${HOME}y" "$(ls)" ~/k "it\"s""#);
+        let t: Vec<&str> = w.iter().map(|w| w.text.as_str()).collect();
+        assert_eq!(
+            t,
+            vec![
+                "rm",
+                "-r",
+                "a b",
+                "c d",
+                "e\tf",
+                "g h",
+                "x${HOME}y",
+                "$(ls)",
+                "~/k",
+                "it\"s"
+            ]
+        );
+        assert!(!w[2].dynamic && w[6].dynamic && w[7].dynamic);
+        let w = words(r#"a "pre"'mid'post"#);
+        assert_eq!(w[1].text, "premidpost");
+    }
+}

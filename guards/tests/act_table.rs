@@ -1,0 +1,164 @@
+//! The act_guard verdict table (`data/act_cases.tsv`) through the pure
+//! verdict function, plus the property that any input yields a decision.
+
+#![allow(clippy::field_reassign_with_default)] // tests tweak one field at a time
+
+use hoop_guards::act::{self, ActConfig, Verdict};
+
+/// One row of the table: the expected rule (None = allow) and the command.
+pub fn cases() -> Vec<(Option<String>, String)> {
+    let text = include_str!("data/act_cases.tsv");
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .map(|l| {
+            let (want, cmd) = l
+                .split_once('\t')
+                .expect("a TAB separates verdict and command");
+            let want = (want != "allow").then(|| want.to_string());
+            (want, cmd.replace('⏎', "\n"))
+        })
+        .collect()
+}
+
+#[test]
+fn verdict_table() {
+    let cfg = ActConfig::default();
+    let cases = cases();
+    assert!(cases.len() >= 300, "the table has {} rows", cases.len());
+    let mut failures = Vec::new();
+    for (want, cmd) in &cases {
+        let got = act::check(cmd, &cfg);
+        let got_rule = got.block().map(|b| b.rule.name().to_string());
+        if &got_rule != want {
+            failures.push(format!("{cmd:?}: want {want:?}, got {got:?}"));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} rows failed:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
+    );
+    let blocks = cases.iter().filter(|c| c.0.is_some()).count();
+    assert!(
+        blocks > 100 && cases.len() - blocks > 100,
+        "both directions are covered"
+    );
+}
+
+#[test]
+fn every_rule_has_rows_in_both_directions() {
+    let cases = cases();
+    for rule in act::Rule::ALL {
+        let n = cases
+            .iter()
+            .filter(|c| c.0.as_deref() == Some(rule.name()))
+            .count();
+        assert!(n >= 5, "rule {rule} has only {n} blocking rows");
+    }
+}
+
+#[test]
+fn disarming_one_rule_lets_only_its_rows_through() {
+    // Each rule is load-bearing: with it disarmed, its blocking rows pass
+    // (or fall to a lesser rule), so removing a rule fails this table.
+    for rule in act::Rule::ALL {
+        let mut cfg = ActConfig::default();
+        cfg.rules = act::parse_rules(
+            &act::Rule::ALL
+                .iter()
+                .filter(|r| **r != rule)
+                .map(|r| r.name())
+                .collect::<Vec<_>>()
+                .join("\n"),
+        )
+        .rules;
+        for (want, cmd) in cases() {
+            if want.as_deref() == Some(rule.name()) {
+                let got = act::check(&cmd, &cfg);
+                assert_ne!(
+                    got.block().map(|b| b.rule),
+                    Some(rule),
+                    "{cmd:?} still blocked by the disarmed {rule}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn none_disarms_and_blocks_name_the_sub_command() {
+    let mut cfg = ActConfig::default();
+    let v = act::check("ls && bash -c 'echo hi; rm -rf build'", &cfg);
+    let b = v.block().expect("blocked");
+    assert_eq!(b.command, "rm -rf build", "the exact sub-command");
+    let msg = b.to_string();
+    assert!(msg.contains("`rm`") && msg.contains("Instead:"), "{msg}");
+    cfg.rules = act::parse_rules("none").rules;
+    assert_eq!(act::check("rm -rf /", &cfg), Verdict::Allow);
+}
+
+#[test]
+fn release_owner_may_release() {
+    let mut cfg = ActConfig::default();
+    cfg.release.owners = vec!["nova".into()];
+    assert!(act::check("npm publish", &cfg).is_block());
+    cfg.agent = Some("bolt".into());
+    assert!(act::check("npm publish", &cfg).is_block());
+    cfg.agent = Some("nova".into());
+    assert_eq!(act::check("npm publish", &cfg), Verdict::Allow);
+}
+
+#[test]
+fn cwd_and_tmpdir_resolve_relative_targets() {
+    let mut cfg = ActConfig::default();
+    cfg.cwd = Some("/tmp/work".into());
+    assert_eq!(act::check("rm -rf build", &cfg), Verdict::Allow);
+    cfg.cwd = Some("/home/me/repo".into());
+    assert!(act::check("rm -rf build", &cfg).is_block());
+    cfg.tmpdir = Some("/var/folders/xy/T".into());
+    assert_eq!(
+        act::check("rm -rf /var/folders/xy/T/job", &cfg),
+        Verdict::Allow
+    );
+}
+
+#[test]
+fn protected_branches_are_configurable() {
+    let mut cfg = ActConfig::default();
+    assert_eq!(act::check("git push -f origin trunk", &cfg), Verdict::Allow);
+    cfg.protected = vec!["trunk".into()];
+    assert!(act::check("git push -f origin trunk", &cfg).is_block());
+    assert_eq!(act::check("git push -f origin main", &cfg), Verdict::Allow);
+}
+
+#[test]
+fn unparsable_is_allowed_but_reported() {
+    let cfg = ActConfig::default();
+    assert!(matches!(act::check("ls (", &cfg), Verdict::Unparsed(_)));
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+    #[test]
+    fn any_input_yields_a_decision(s in "(\\PC|\\pC){0,200}") {
+        let _ = act::check(&s, &ActConfig::default());
+    }
+
+    #[test]
+    fn shell_shaped_input_yields_a_decision(
+        parts in proptest::collection::vec(
+            proptest::sample::select(vec![
+                "rm", "-rf", "/", "~", "$HOME", "git", "push", "-f", "main", "bash", "-c", "'",
+                "\"", "$(", ")", "`", "|", "&&", ";", "<<EOF\n", "\nEOF\n", "<<<", "xargs",
+                "sudo", "env", "-S", "find", "-delete", "-exec", "{}", "\\;", "eval", "\\",
+                "python3", "-c", "os.system(", "curl", "@.env", "(", "{", "}", "\n", "#",
+            ]),
+            0..40,
+        )
+    ) {
+        let s = parts.join(" ");
+        let _ = act::check(&s, &ActConfig::default());
+    }
+}
