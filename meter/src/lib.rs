@@ -1,3 +1,419 @@
-//! The usage meter behind `hoop usage`: daily, session, project and 5-hour
-//! block reports over Claude Code's own transcripts, read incrementally and
-//! streamed so that a multi-gigabyte transcript never sits in memory.
+//! The usage meter behind `hoop usage`: daily, session, project, home and
+//! 5-hour block reports over Claude Code's own transcripts, read
+//! incrementally and streamed so that a multi-gigabyte transcript never sits
+//! in memory.
+//!
+//! Pipeline: [`discover`] the transcript files → [`collect`] (per file, read
+//! only the bytes the incremental state has not seen, in parallel; every
+//! line goes through `hoop_core::transcript`) → global dedup by (message id,
+//! request id) keeping the largest copy → [`report`] rows, priced from the
+//! table in [`prices`].
+//!
+//! Incremental == cold: the state keeps per file the winning record of each
+//! group, so a later, larger copy of a group replaces the earlier one and a
+//! rewritten or shrunk file is read again from its start; the final dedup
+//! runs over all files every time.
+
+pub mod prices;
+pub mod report;
+pub mod scan;
+pub mod state;
+pub mod timefmt;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use hoop_core::transcript::Usage;
+use thiserror::Error;
+
+use scan::{Groups, Rec, Skipped, Strings, better, fingerprint, scan_file};
+use state::{FileState, State};
+
+/// Environment variable listing Claude config dirs (comma-separated); when
+/// set it replaces the defaults, as it does for Claude Code itself.
+pub const CLAUDE_CONFIG_DIR_ENV: &str = "CLAUDE_CONFIG_DIR";
+/// Transcripts live under `<config dir>/projects/`.
+pub const PROJECTS_DIR: &str = "projects";
+/// The state file's name under the hoop root.
+pub const STATE_FILE: &str = "usage-cache.bin";
+/// Upper bound on scanning threads (the work is I/O and parse bound; more
+/// threads than cores only adds memory).
+pub const MAX_THREADS: usize = 8;
+
+#[derive(Debug, Error)]
+pub enum MeterError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("no Claude config directory: set {CLAUDE_CONFIG_DIR_ENV} or HOME")]
+    NoConfigDir,
+}
+
+/// The Claude config dirs to read: every entry of a comma-separated
+/// `CLAUDE_CONFIG_DIR` if set, else `~/.config/claude` and `~/.claude`.
+pub fn config_dirs(
+    env_value: Option<&str>,
+    home: Option<&Path>,
+) -> Result<Vec<PathBuf>, MeterError> {
+    if let Some(v) = env_value.filter(|v| !v.trim().is_empty()) {
+        return Ok(v
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(PathBuf::from)
+            .collect());
+    }
+    let home = home.ok_or(MeterError::NoConfigDir)?;
+    Ok(vec![home.join(".config/claude"), home.join(".claude")])
+}
+
+/// One transcript file found on disk.
+#[derive(Debug, Clone)]
+pub struct Found {
+    pub path: PathBuf,
+    pub path_str: String,
+    /// The directory right under `projects/` (Claude Code's escaped cwd).
+    pub project: String,
+    pub dev: u64,
+    pub ino: u64,
+    pub size: u64,
+    pub mtime_ns: i64,
+}
+
+/// Every `*.jsonl` under `<dir>/projects/**` of every config dir (subagent
+/// transcripts in nested directories included). A file reachable twice
+/// (overlapping dirs, hard links) is listed once. Symlinked directories are
+/// not followed (no loops).
+pub fn discover(dirs: &[PathBuf]) -> Vec<Found> {
+    use std::os::unix::fs::MetadataExt;
+    let mut out = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for d in dirs {
+        let root = d.join(PROJECTS_DIR);
+        let mut stack = vec![(root, None::<String>)];
+        while let Some((dir, project)) = stack.pop() {
+            let Ok(rd) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for e in rd.flatten() {
+                let Ok(ft) = e.file_type() else { continue };
+                let p = e.path();
+                let name = e.file_name().to_string_lossy().into_owned();
+                if ft.is_dir() {
+                    let proj = project.clone().or_else(|| Some(name.clone()));
+                    stack.push((p, proj));
+                } else if name.ends_with(".jsonl") {
+                    let Ok(m) = std::fs::metadata(&p) else {
+                        continue;
+                    };
+                    if !m.is_file() || !seen.insert((m.dev(), m.ino())) {
+                        continue;
+                    }
+                    let path_str = p.to_string_lossy().into_owned();
+                    out.push(Found {
+                        project: project.clone().unwrap_or_default(),
+                        path: p,
+                        path_str,
+                        dev: m.dev(),
+                        ino: m.ino(),
+                        size: m.len(),
+                        mtime_ns: m.mtime() * 1_000_000_000 + m.mtime_nsec(),
+                    });
+                }
+            }
+        }
+    }
+    out.sort_by(|a, b| a.path_str.cmp(&b.path_str));
+    out
+}
+
+/// How to collect.
+#[derive(Debug, Clone, Default)]
+pub struct CollectOptions {
+    /// The incremental state file; `None` = a cold run that neither reads
+    /// nor writes state.
+    pub state_path: Option<PathBuf>,
+    /// Cold runs only: a file last modified before this Unix millisecond
+    /// cannot hold a line dated after it and is not read at all.
+    pub skip_files_before_ms: Option<i64>,
+    /// Scanning threads (0 = number of CPUs, capped at [`MAX_THREADS`]).
+    pub threads: usize,
+}
+
+/// One deduplicated API response, ready to report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Entry {
+    pub usage: Usage,
+    pub ts_ms: i64,
+    /// Indexes into [`Collected::strings`].
+    pub model: u32,
+    pub session: u32,
+    pub project: u32,
+    pub cwd: u32,
+}
+
+/// Everything the reports are built from.
+#[derive(Debug, Clone, Default)]
+pub struct Collected {
+    pub entries: Vec<Entry>,
+    pub strings: Vec<String>,
+    pub skipped: Skipped,
+    /// Transcript files seen / actually read this run / bytes read.
+    pub files: usize,
+    pub files_read: usize,
+    pub bytes_read: u64,
+    /// Non-fatal problems (unreadable files, a rebuilt cache).
+    pub warnings: Vec<String>,
+}
+
+enum Job {
+    Keep(FileState),
+    Resume(FileState),
+    Full,
+}
+
+struct Done {
+    state: FileState,
+    bytes_read: u64,
+    read: bool,
+    warning: Option<String>,
+}
+
+fn full_scan(f: &Found) -> std::io::Result<(FileState, u64)> {
+    let mut strings = Strings::default();
+    let mut groups = Groups::default();
+    let out = scan_file(&f.path, &f.path_str, 0, &mut strings, &mut groups)?;
+    finish(f, strings, groups, Skipped::default(), out)
+}
+
+fn finish(
+    f: &Found,
+    strings: Strings,
+    groups: Groups,
+    before: Skipped,
+    out: scan::ScanOut,
+) -> std::io::Result<(FileState, u64)> {
+    let mut skipped = before;
+    skipped.add(&out.skipped);
+    let fp = if out.consumed > 0 {
+        fingerprint(&mut std::fs::File::open(&f.path)?, out.consumed)?
+    } else {
+        0
+    };
+    Ok((
+        FileState {
+            path: f.path_str.clone(),
+            dev: f.dev,
+            ino: f.ino,
+            size: f.size,
+            mtime_ns: f.mtime_ns,
+            offset: out.consumed,
+            fingerprint: fp,
+            skipped,
+            tail_incomplete: out.tail_incomplete,
+            strings: strings.list,
+            recs: groups.recs,
+            tail: out.tail,
+        },
+        out.bytes_read,
+    ))
+}
+
+fn resume(f: &Found, old: FileState) -> std::io::Result<(FileState, u64)> {
+    if old.offset > 0 {
+        let mut h = std::fs::File::open(&f.path)?;
+        if fingerprint(&mut h, old.offset)? != old.fingerprint {
+            return full_scan(f);
+        }
+    }
+    let mut strings = Strings::from_list(old.strings);
+    let mut groups = Groups::from_recs(old.recs);
+    let out = scan_file(&f.path, &f.path_str, old.offset, &mut strings, &mut groups)?;
+    finish(f, strings, groups, old.skipped, out)
+}
+
+fn run_job(f: &Found, job: Job) -> Done {
+    let res = match job {
+        Job::Keep(mut s) => {
+            s.mtime_ns = f.mtime_ns;
+            return Done {
+                state: s,
+                bytes_read: 0,
+                read: false,
+                warning: None,
+            };
+        }
+        Job::Resume(old) => resume(f, old),
+        Job::Full => full_scan(f),
+    };
+    match res {
+        Ok((state, bytes_read)) => Done {
+            state,
+            bytes_read,
+            read: true,
+            warning: None,
+        },
+        // A file that vanished or cannot be read is reported and left out.
+        Err(e) => Done {
+            state: FileState {
+                path: f.path_str.clone(),
+                ..FileState::default()
+            },
+            bytes_read: 0,
+            read: false,
+            warning: Some(format!("{}: {e}", f.path_str)),
+        },
+    }
+}
+
+fn plan(found: &[Found], old: State) -> Vec<Job> {
+    let mut by_path: HashMap<String, FileState> =
+        old.files.into_iter().map(|f| (f.path.clone(), f)).collect();
+    found
+        .iter()
+        .map(|f| match by_path.remove(&f.path_str) {
+            Some(o) if o.dev == f.dev && o.ino == f.ino && f.size >= o.offset => {
+                if f.size == o.size && f.mtime_ns == o.mtime_ns {
+                    Job::Keep(o)
+                } else {
+                    Job::Resume(o)
+                }
+            }
+            _ => Job::Full,
+        })
+        .collect()
+}
+
+fn threads(n: usize) -> usize {
+    let n = if n == 0 {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    } else {
+        n
+    };
+    n.clamp(1, MAX_THREADS)
+}
+
+/// Read every transcript (incrementally when a state path is given) and
+/// return the deduplicated entries.
+pub fn collect(dirs: &[PathBuf], opts: &CollectOptions) -> Result<Collected, MeterError> {
+    let mut found = discover(dirs);
+    let mut warnings = Vec::new();
+    let old = match &opts.state_path {
+        Some(p) => {
+            let (s, w) = State::load(p);
+            warnings.extend(w);
+            s
+        }
+        None => {
+            if let Some(t) = opts.skip_files_before_ms {
+                found.retain(|f| f.mtime_ns / 1_000_000 >= t);
+            }
+            State::default()
+        }
+    };
+    let jobs = plan(&found, old);
+    let done = run_parallel(&found, jobs, threads(opts.threads));
+    let mut c = Collected {
+        files: found.len(),
+        ..Collected::default()
+    };
+    let mut states = Vec::with_capacity(done.len());
+    for d in done {
+        c.bytes_read += d.bytes_read;
+        c.files_read += d.read as usize;
+        warnings.extend(d.warning);
+        states.push(d.state);
+    }
+    c.warnings = warnings;
+    merge(&found, &states, &mut c);
+    if let Some(p) = &opts.state_path {
+        let st = State { files: states };
+        st.save(p)?;
+    }
+    Ok(c)
+}
+
+fn run_parallel(found: &[Found], jobs: Vec<Job>, nthreads: usize) -> Vec<Done> {
+    // Biggest reads first so one large file does not finish last alone.
+    let mut order: Vec<usize> = (0..jobs.len()).collect();
+    let cost = |j: &Job, f: &Found| match j {
+        Job::Keep(_) => 0,
+        Job::Resume(o) => f.size.saturating_sub(o.offset),
+        Job::Full => f.size,
+    };
+    order.sort_by_key(|&i| std::cmp::Reverse(cost(&jobs[i], &found[i])));
+    let slots: Vec<Mutex<Option<Job>>> = jobs.into_iter().map(|j| Mutex::new(Some(j))).collect();
+    let results: Vec<Mutex<Option<Done>>> = (0..slots.len()).map(|_| Mutex::new(None)).collect();
+    let next = AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..nthreads.min(slots.len().max(1)) {
+            s.spawn(|| {
+                loop {
+                    let k = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(&i) = order.get(k) else { break };
+                    let job = slots[i].lock().expect("job slot").take().expect("job once");
+                    let d = run_job(&found[i], job);
+                    *results[i].lock().expect("result slot") = Some(d);
+                }
+            });
+        }
+    });
+    results
+        .into_iter()
+        .map(|m| m.into_inner().expect("result slot").expect("every job ran"))
+        .collect()
+}
+
+/// Global dedup over all files (sorted by path, so ties resolve the same
+/// way every run) and mapping to a shared string table.
+fn merge(found: &[Found], states: &[FileState], c: &mut Collected) {
+    let mut winners: HashMap<u128, (usize, Rec)> = HashMap::new();
+    for (fi, st) in states.iter().enumerate() {
+        c.skipped.add(&st.skipped);
+        c.skipped.incomplete_tail += st.tail_incomplete;
+        for r in st.recs.iter().chain(st.tail.iter()) {
+            match winners.get_mut(&r.key) {
+                Some((cf, cur)) => {
+                    let cur_path = states[*cf].path.as_str();
+                    if better(r, (&st.path, r.line_off), cur, (cur_path, cur.line_off)) {
+                        *cf = fi;
+                        *cur = *r;
+                    }
+                }
+                None => {
+                    winners.insert(r.key, (fi, *r));
+                }
+            }
+        }
+    }
+    let mut global = Strings::default();
+    let mut maps: Vec<Option<Vec<u32>>> = vec![None; states.len()];
+    let mut project_ids: Vec<Option<u32>> = vec![None; states.len()];
+    let mut entries = Vec::with_capacity(winners.len());
+    for (fi, r) in winners.into_values() {
+        let st = &states[fi];
+        let map =
+            maps[fi].get_or_insert_with(|| st.strings.iter().map(|s| global.intern(s)).collect());
+        let (model, session, cwd) = (
+            map[r.model as usize],
+            map[r.session as usize],
+            map[r.cwd as usize],
+        );
+        let project = *project_ids[fi].get_or_insert_with(|| global.intern(&found[fi].project));
+        entries.push(Entry {
+            usage: r.usage,
+            ts_ms: r.ts_ms,
+            model,
+            session,
+            project,
+            cwd,
+        });
+    }
+    entries.sort_by_key(|e| (e.ts_ms, e.model, e.session));
+    c.entries = entries;
+    c.strings = global.list;
+}

@@ -1,10 +1,120 @@
-//! `hoop usage`.
+//! `hoop usage [daily|session|project|home|blocks]`: token usage from Claude
+//! Code's own transcripts (see the `hoop-meter` crate). Reads
+//! `CLAUDE_CONFIG_DIR` (comma-separated) or `~/.config/claude` and
+//! `~/.claude`; keeps its incremental state in `<hoop root>/usage-cache.bin`.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-#[derive(clap::Args)]
-pub struct Args {}
+use anyhow::{Context, bail};
+use hoop_meter::report::{self, Kind, ReportOptions};
+use hoop_meter::timefmt::parse_day;
+use hoop_meter::{CLAUDE_CONFIG_DIR_ENV, CollectOptions, STATE_FILE, collect, config_dirs};
 
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("hoop usage is not implemented yet")
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum Which {
+    /// One row per UTC day.
+    Daily,
+    /// One row per Claude Code session.
+    Session,
+    /// One row per project (the transcript directory, i.e. the cwd).
+    Project,
+    /// One row per hoop home (`<hoop root>/<home>/work` and below).
+    Home,
+    /// 5-hour billing blocks.
+    Blocks,
+}
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Which report.
+    #[arg(value_enum, default_value = "daily")]
+    report: Which,
+    /// Print JSON (rows beside a `totals` object) instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// First UTC day to include (YYYY-MM-DD or YYYYMMDD).
+    #[arg(long, value_name = "DAY")]
+    since: Option<String>,
+    /// Last UTC day to include (YYYY-MM-DD or YYYYMMDD).
+    #[arg(long, value_name = "DAY")]
+    until: Option<String>,
+    /// Read everything cold: neither read nor write the incremental state.
+    /// With --since, files last modified before that day are not read.
+    #[arg(long)]
+    no_cache: bool,
+    /// Incremental state file (default: <hoop root>/usage-cache.bin).
+    #[arg(long, value_name = "PATH")]
+    state: Option<PathBuf>,
+    /// Scanning threads (default: the number of CPUs).
+    #[arg(long, default_value_t = 0)]
+    threads: usize,
+}
+
+fn day_arg(flag: &str, v: &Option<String>) -> anyhow::Result<Option<i64>> {
+    v.as_deref()
+        .map(|s| parse_day(s).with_context(|| format!("--{flag} {s:?}: expected YYYY-MM-DD")))
+        .transpose()
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let since_day = day_arg("since", &args.since)?;
+    let until_day = day_arg("until", &args.until)?;
+    if let (Some(s), Some(u)) = (since_day, until_day)
+        && s > u
+    {
+        bail!("--since is after --until");
+    }
+    let env = std::env::var(CLAUDE_CONFIG_DIR_ENV).ok();
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let dirs = config_dirs(env.as_deref(), home.as_deref())?;
+    let hoop_root = hoop_core::home::root().ok();
+    let state_path = if args.no_cache {
+        None
+    } else {
+        match (&args.state, &hoop_root) {
+            (Some(p), _) => Some(p.clone()),
+            (None, Some(r)) => Some(r.join(STATE_FILE)),
+            (None, None) => None,
+        }
+    };
+    let opts = CollectOptions {
+        state_path,
+        skip_files_before_ms: since_day.map(|d| d * 86_400_000),
+        threads: args.threads,
+    };
+    let collected = collect(&dirs, &opts)?;
+    let kind = match args.report {
+        Which::Daily => Kind::Daily,
+        Which::Session => Kind::Session,
+        Which::Project => Kind::Project,
+        Which::Home => Kind::Home,
+        Which::Blocks => Kind::Blocks,
+    };
+    let ropts = ReportOptions {
+        since_day,
+        until_day,
+        hoop_roots: hoop_root
+            .as_deref()
+            .map(report::hoop_roots)
+            .unwrap_or_default(),
+        now_ms: hoop_core::clock::now_unix() * 1000,
+    };
+    let r = report::build(&collected, kind, &ropts);
+    // Warnings go to stderr in both modes: an unknown price is never silent.
+    for w in report::unpriced_warnings(&r)
+        .iter()
+        .chain(&collected.warnings)
+    {
+        eprintln!("hoop usage: warning: {w}");
+    }
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report::to_json(&r, &collected))?
+        );
+    } else {
+        print!("{}", report::to_table(&r, &collected));
+    }
+    Ok(ExitCode::SUCCESS)
 }

@@ -1,0 +1,469 @@
+//! Reports over collected entries: rows per day, session, project, hoop
+//! home or 5-hour block, with totals and prices; rendered as a readable
+//! table or as JSON. Pure functions over [`Collected`].
+//!
+//! Home mapping: a hoop home's agent runs in `<hoop root>/<home>/work`
+//! (`hoop_core::home::Home::workdir`); an entry whose `cwd` is that
+//! directory or below it belongs to `<home>`. Claude Code records the
+//! resolved path, so the root is compared both as given and canonicalised.
+//! Other entries are in the row `-`.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::{Component, Path, PathBuf};
+
+use hoop_core::transcript::Usage;
+use serde_json::{Value, json};
+
+use crate::prices::{self, Price};
+use crate::timefmt::{day_of, fmt_day, fmt_ts};
+use crate::{Collected, Entry};
+
+/// Length of a billing block (Claude's usage windows are 5 hours).
+pub const BLOCK_MS: i64 = 5 * 3600 * 1000;
+const HOUR_MS: i64 = 3600 * 1000;
+
+/// Which report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Daily,
+    Session,
+    Project,
+    Home,
+    Blocks,
+}
+
+impl Kind {
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Daily => "daily",
+            Kind::Session => "session",
+            Kind::Project => "project",
+            Kind::Home => "home",
+            Kind::Blocks => "blocks",
+        }
+    }
+}
+
+/// Report options.
+#[derive(Debug, Clone, Default)]
+pub struct ReportOptions {
+    /// Inclusive UTC day numbers.
+    pub since_day: Option<i64>,
+    pub until_day: Option<i64>,
+    /// Hoop roots whose `<root>/<home>/work` dirs name homes.
+    pub hoop_roots: Vec<PathBuf>,
+    /// "Now" for marking the active block (Unix ms).
+    pub now_ms: i64,
+}
+
+/// Sums of one row.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Sum {
+    pub usage: Usage,
+    /// Cost of the priced entries, exact (see `prices::COST_UNITS_PER_USD`).
+    pub priced_cost_units: u128,
+    /// Tokens of entries whose model has no price.
+    pub unpriced_tokens: u64,
+    pub models: BTreeSet<String>,
+    pub entries: u64,
+    pub first_ms: Option<i64>,
+    pub last_ms: Option<i64>,
+}
+
+impl Sum {
+    fn add(&mut self, e: &Entry, model: &str, price: Option<&Price>) {
+        self.usage.add(&e.usage);
+        match price {
+            Some(p) => self.priced_cost_units += prices::cost_units(p, &e.usage),
+            None => self.unpriced_tokens += e.usage.total(),
+        }
+        if !e.usage.is_zero() {
+            self.models.insert(model.to_string());
+        }
+        self.entries += 1;
+        self.first_ms = Some(self.first_ms.map_or(e.ts_ms, |f| f.min(e.ts_ms)));
+        self.last_ms = Some(self.last_ms.map_or(e.ts_ms, |l| l.max(e.ts_ms)));
+    }
+    /// The cost, or `None` when part of it is unknown (never a silent $0).
+    pub fn cost(&self) -> Option<f64> {
+        (self.unpriced_tokens == 0).then_some(self.priced_cost())
+    }
+    /// The cost of the priced part.
+    pub fn priced_cost(&self) -> f64 {
+        self.priced_cost_units as f64 / prices::COST_UNITS_PER_USD
+    }
+}
+
+/// One row: its key (date, session id, project, home, block start), any
+/// extra columns, and its sums.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    pub key: String,
+    pub extra: Vec<(&'static str, Value)>,
+    pub sum: Sum,
+}
+
+/// A built report.
+#[derive(Debug, Clone)]
+pub struct Report {
+    pub kind: Kind,
+    pub rows: Vec<Row>,
+    pub totals: Sum,
+    /// Models without a price, with their token sums.
+    pub unpriced: BTreeMap<String, Usage>,
+}
+
+/// The home an entry's cwd belongs to, if any.
+pub fn home_of(cwd: &str, roots: &[PathBuf]) -> Option<String> {
+    let cwd = Path::new(cwd);
+    for r in roots {
+        if let Ok(rest) = cwd.strip_prefix(r) {
+            let mut c = rest.components();
+            if let (Some(Component::Normal(name)), Some(Component::Normal(w))) =
+                (c.next(), c.next())
+                && w == "work"
+            {
+                return Some(name.to_string_lossy().into_owned());
+            }
+        }
+    }
+    None
+}
+
+/// The roots to match homes against: the root as given and canonicalised.
+pub fn hoop_roots(root: &Path) -> Vec<PathBuf> {
+    let mut v = vec![root.to_path_buf()];
+    if let Ok(c) = root.canonicalize()
+        && c != root
+    {
+        v.push(c);
+    }
+    v
+}
+
+/// Build a report.
+pub fn build(c: &Collected, kind: Kind, o: &ReportOptions) -> Report {
+    let mut price_cache: HashMap<u32, Option<Price>> = HashMap::new();
+    let mut home_cache: HashMap<u32, String> = HashMap::new();
+    let mut rows: BTreeMap<String, Row> = BTreeMap::new();
+    let mut totals = Sum::default();
+    let mut unpriced: BTreeMap<String, Usage> = BTreeMap::new();
+    let mut blocks: Vec<Row> = Vec::new();
+    let mut block_end = i64::MIN;
+    let mut session_places: HashMap<String, (BTreeSet<String>, BTreeSet<String>)> = HashMap::new();
+    for e in &c.entries {
+        let day = day_of(e.ts_ms);
+        if o.since_day.is_some_and(|s| day < s) || o.until_day.is_some_and(|u| day > u) {
+            continue;
+        }
+        let model = c.strings[e.model as usize].as_str();
+        let price = *price_cache
+            .entry(e.model)
+            .or_insert_with(|| prices::lookup(model));
+        if price.is_none() && !e.usage.is_zero() {
+            unpriced.entry(model.to_string()).or_default().add(&e.usage);
+        }
+        totals.add(e, model, price.as_ref());
+        let mut home = || {
+            home_cache
+                .entry(e.cwd)
+                .or_insert_with(|| {
+                    home_of(&c.strings[e.cwd as usize], &o.hoop_roots).unwrap_or_else(|| "-".into())
+                })
+                .clone()
+        };
+        let (key, extra): (String, Vec<(&'static str, Value)>) = match kind {
+            Kind::Daily => (fmt_day(day), vec![]),
+            Kind::Project => (c.strings[e.project as usize].clone(), vec![]),
+            Kind::Home => (home(), vec![]),
+            Kind::Session => {
+                let s = &c.strings[e.session as usize];
+                let s = if s.is_empty() {
+                    "(none)".to_string()
+                } else {
+                    s.clone()
+                };
+                // A session id can appear under several projects (a resumed
+                // or forked session): list them all, in order.
+                let (p, h) = session_places.entry(s.clone()).or_default();
+                p.insert(c.strings[e.project as usize].clone());
+                h.insert(home());
+                (s, vec![])
+            }
+            Kind::Blocks => {
+                // Entries are sorted by time: a block starts at the hour of
+                // its first entry and lasts 5 h; a later entry opens a new one.
+                let last = blocks.last().and_then(|b| b.sum.last_ms);
+                if e.ts_ms >= block_end || last.is_some_and(|l| e.ts_ms - l >= BLOCK_MS) {
+                    let start = e.ts_ms.div_euclid(HOUR_MS) * HOUR_MS;
+                    block_end = start + BLOCK_MS;
+                    blocks.push(Row {
+                        key: fmt_ts(start),
+                        extra: vec![
+                            ("end", json!(fmt_ts(block_end))),
+                            ("active", json!(o.now_ms < block_end && o.now_ms >= start)),
+                        ],
+                        sum: Sum::default(),
+                    });
+                }
+                let b = blocks.last_mut().expect("just pushed");
+                b.sum.add(e, model, price.as_ref());
+                continue;
+            }
+        };
+        let row = rows.entry(key.clone()).or_insert_with(|| Row {
+            key,
+            extra,
+            sum: Sum::default(),
+        });
+        row.sum.add(e, model, price.as_ref());
+    }
+    let rows = if kind == Kind::Blocks {
+        blocks
+    } else {
+        let mut rows: Vec<Row> = rows.into_values().collect();
+        for r in &mut rows {
+            if let Some((p, h)) = session_places.remove(&r.key) {
+                r.extra = vec![("projects", json!(p)), ("homes", json!(h))];
+            }
+        }
+        rows
+    };
+    Report {
+        kind,
+        rows,
+        totals,
+        unpriced,
+    }
+}
+
+fn tokens_json(s: &Sum) -> serde_json::Map<String, Value> {
+    let u = &s.usage;
+    let mut m = serde_json::Map::new();
+    m.insert("input_tokens".into(), json!(u.input));
+    m.insert("output_tokens".into(), json!(u.output));
+    m.insert("cache_creation_input_tokens".into(), json!(u.cache_write()));
+    m.insert(
+        "cache_creation_5m_input_tokens".into(),
+        json!(u.cache_write_5m),
+    );
+    m.insert(
+        "cache_creation_1h_input_tokens".into(),
+        json!(u.cache_write_1h),
+    );
+    m.insert(
+        "cache_creation_unsplit_input_tokens".into(),
+        json!(u.cache_write_unsplit),
+    );
+    m.insert("cache_read_input_tokens".into(), json!(u.cache_read));
+    m.insert("total_tokens".into(), json!(u.total()));
+    m.insert("cost_usd".into(), json!(s.cost()));
+    if s.unpriced_tokens > 0 {
+        m.insert("priced_cost_usd".into(), json!(s.priced_cost()));
+        m.insert("unpriced_tokens".into(), json!(s.unpriced_tokens));
+    }
+    m
+}
+
+/// Warning lines for unpriced models (shown on stderr with the table and in
+/// the JSON's `warnings`).
+pub fn unpriced_warnings(r: &Report) -> Vec<String> {
+    r.unpriced
+        .iter()
+        .map(|(m, u)| {
+            format!(
+                "no price for model {m:?}: {} tokens (input {}, cache write {}, cache read {}, output {}) have an UNKNOWN cost",
+                u.total(),
+                u.input,
+                u.cache_write(),
+                u.cache_read,
+                u.output
+            )
+        })
+        .collect()
+}
+
+/// The JSON document: `report`, `rows`, `totals` (with `input_tokens`,
+/// `output_tokens`, `cache_creation_input_tokens`, `cache_read_input_tokens`,
+/// `cost_usd`), `skipped_lines`, `files`, `warnings`.
+pub fn to_json(r: &Report, c: &Collected) -> Value {
+    let key_name = match r.kind {
+        Kind::Daily => "date",
+        Kind::Session => "session_id",
+        Kind::Project => "project",
+        Kind::Home => "home",
+        Kind::Blocks => "start",
+    };
+    let rows: Vec<Value> = r
+        .rows
+        .iter()
+        .map(|row| {
+            let mut m = serde_json::Map::new();
+            m.insert(key_name.into(), json!(row.key));
+            for (k, v) in &row.extra {
+                m.insert((*k).into(), v.clone());
+            }
+            if matches!(r.kind, Kind::Session | Kind::Blocks) {
+                m.insert(
+                    "first_timestamp".into(),
+                    json!(row.sum.first_ms.map(fmt_ts)),
+                );
+                m.insert("last_timestamp".into(), json!(row.sum.last_ms.map(fmt_ts)));
+            }
+            m.extend(tokens_json(&row.sum));
+            m.insert("models".into(), json!(row.sum.models));
+            m.insert("responses".into(), json!(row.sum.entries));
+            Value::Object(m)
+        })
+        .collect();
+    let mut totals = tokens_json(&r.totals);
+    totals.insert("responses".into(), json!(r.totals.entries));
+    totals.insert(
+        "unpriced_models".into(),
+        json!(r.unpriced.keys().collect::<Vec<_>>()),
+    );
+    let mut warnings = unpriced_warnings(r);
+    warnings.extend(c.warnings.iter().cloned());
+    json!({
+        "report": r.kind.name(),
+        "rows": rows,
+        "totals": totals,
+        "skipped_lines": {
+            "malformed": c.skipped.malformed,
+            "oversized": c.skipped.oversized,
+            "no_timestamp": c.skipped.no_timestamp,
+            "incomplete_last_line": c.skipped.incomplete_tail,
+        },
+        "files": { "seen": c.files, "read": c.files_read, "bytes_read": c.bytes_read },
+        "warnings": warnings,
+    })
+}
+
+fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::with_capacity(s.len() + s.len() / 3);
+    for (i, ch) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    out
+}
+
+fn money(s: &Sum) -> String {
+    match s.cost() {
+        Some(c) => format!("${c:.2}"),
+        None => format!("${:.2}+?", s.priced_cost()),
+    }
+}
+
+/// A readable table, with totals and a line on skipped lines.
+pub fn to_table(r: &Report, c: &Collected) -> String {
+    let head = match r.kind {
+        Kind::Daily => "Date",
+        Kind::Session => "Session",
+        Kind::Project => "Project",
+        Kind::Home => "Home",
+        Kind::Blocks => "Block start (UTC)",
+    };
+    let mut lines: Vec<[String; 8]> = vec![[
+        head.to_string(),
+        "Input".into(),
+        "Write 5m".into(),
+        "Write 1h".into(),
+        "Cache read".into(),
+        "Output".into(),
+        "Total".into(),
+        "Cost".into(),
+    ]];
+    let cells = |key: String, s: &Sum| -> [String; 8] {
+        let u = &s.usage;
+        [
+            key,
+            thousands(u.input),
+            thousands(u.cache_write_5m + u.cache_write_unsplit),
+            thousands(u.cache_write_1h),
+            thousands(u.cache_read),
+            thousands(u.output),
+            thousands(u.total()),
+            money(s),
+        ]
+    };
+    for row in &r.rows {
+        let mut key = row.key.clone();
+        if r.kind == Kind::Blocks
+            && row
+                .extra
+                .iter()
+                .any(|(k, v)| *k == "active" && v == &json!(true))
+        {
+            key.push_str(" (active)");
+        }
+        lines.push(cells(key, &row.sum));
+    }
+    lines.push(cells("Total".into(), &r.totals));
+    let mut w = [0usize; 8];
+    for l in &lines {
+        for (i, cell) in l.iter().enumerate() {
+            w[i] = w[i].max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    let n = lines.len();
+    for (li, l) in lines.iter().enumerate() {
+        if li == n - 1 || li == 1 {
+            let rule: Vec<String> = w.iter().map(|&k| "-".repeat(k)).collect();
+            out.push_str(&rule.join("  "));
+            out.push('\n');
+        }
+        for (i, cell) in l.iter().enumerate() {
+            let pad = w[i] - cell.chars().count();
+            if i == 0 {
+                out.push_str(cell);
+                out.push_str(&" ".repeat(pad));
+            } else {
+                out.push_str("  ");
+                out.push_str(&" ".repeat(pad));
+                out.push_str(cell);
+            }
+        }
+        out.push('\n');
+    }
+    let s = &c.skipped;
+    out.push_str(&format!(
+        "{} responses from {} files ({} read this run); skipped lines: {} malformed, {} oversized, {} without timestamp, {} incomplete last line\n",
+        r.totals.entries, c.files, c.files_read, s.malformed, s.oversized, s.no_timestamp, s.incomplete_tail
+    ));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn home_mapping() {
+        let roots = vec![PathBuf::from("/srv/hoop")];
+        let cases: &[(&str, Option<&str>)] = &[
+            ("/srv/hoop/alice/work", Some("alice")),
+            ("/srv/hoop/alice/work/sub/dir", Some("alice")),
+            ("/srv/hoop/alice", None),
+            ("/srv/hoop/alice/logs", None),
+            ("/srv/hoopx/alice/work", None),
+            ("/elsewhere", None),
+            ("", None),
+        ];
+        for (cwd, want) in cases {
+            assert_eq!(home_of(cwd, &roots).as_deref(), *want, "{cwd}");
+        }
+    }
+
+    #[test]
+    fn thousands_separators() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1000), "1,000");
+        assert_eq!(thousands(1234567), "1,234,567");
+    }
+}
