@@ -118,6 +118,14 @@ impl Home {
     pub fn phase_path(&self) -> PathBuf {
         self.dir().join("phase.json")
     }
+    /// mcp_gate's allowlist: one MCP tool name (or `prefix*`) per line.
+    pub fn mcp_allow_path(&self) -> PathBuf {
+        self.dir().join("mcp_allow")
+    }
+    /// mcp_gate's ledger of refused calls (JSON lines, append-only).
+    pub fn mcp_refusals_path(&self) -> PathBuf {
+        self.dir().join("mcp_refusals.jsonl")
+    }
     /// Prompt part overrides: `prompts/<part>.md`.
     pub fn prompts_dir(&self) -> PathBuf {
         self.dir().join("prompts")
