@@ -104,7 +104,9 @@ impl Error {
             (401, _) => Error::Unauthorized {
                 message: eb.message,
             },
-            (429, _) | (_, codes::RATE_LIMITED) => Error::RateLimited {
+            // A 429 is a rate limit unless its code says otherwise (the
+            // backend also answers `too_many_subcards` with 429).
+            (_, codes::RATE_LIMITED) => Error::RateLimited {
                 retry_after: retry_after_header.or(eb.retry_after_sec.map(Duration::from_secs)),
             },
             (_, codes::GAP) => Error::Gap {
@@ -166,6 +168,10 @@ mod tests {
         assert!(matches!(
             Error::from_status(422, &body("markdown_refused"), None),
             Error::Refused { status: 422, code, .. } if code == "markdown_refused"
+        ));
+        assert!(matches!(
+            Error::from_status(429, &body("too_many_subcards"), None),
+            Error::Refused { status: 429, code, .. } if code == "too_many_subcards"
         ));
         assert!(matches!(
             Error::from_status(502, b"<html>bad gateway</html>", None),

@@ -1,0 +1,131 @@
+//! The MCP endpoint through `McpClient`: tools, chat_read, the 300/min rate
+//! limit with `Retry-After: 60`, and a JWT refused before any lookup.
+
+use std::time::Duration;
+
+use hoop_api::types::mcp::{self as tools, ChatRead, ChatReadArgs};
+use hoop_api::{Error, McpClient, McpConfig};
+use hoop_core::limits::{CHAT_READ_DEFAULT, MCP_CALLS_PER_MIN, MCP_RETRY_AFTER_SECS};
+
+use crate::support::Env;
+
+async fn helper(env: &Env) -> (hoop_api::types::User, McpClient) {
+    let u = env.user("helper", true).await;
+    let minted = env.admin.mint_mcp_key(u.id).await.unwrap();
+    let mut cfg = McpConfig::new(env.base(), minted.key);
+    cfg.max_retry_wait = Duration::ZERO;
+    (u, McpClient::new(cfg).unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn initialize_and_the_tools_this_toolkit_uses() {
+    let env = Env::start().await;
+    let (_, mcp) = helper(&env).await;
+    let init = mcp.initialize().await.unwrap();
+    assert!(init.get("protocolVersion").is_some(), "{init}");
+    let names: Vec<String> = mcp
+        .list_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    for want in [
+        tools::CHAT_LIST,
+        tools::CHAT_READ,
+        tools::CHAT_MEMBERS,
+        tools::CHAT_SEND_TEXT,
+        tools::CHAT_SEND_IMAGE,
+        tools::WORK_TASKS,
+        tools::WORK_BEAT,
+        tools::WORK_TASK_START,
+        tools::WORK_TASK_PROGRESS,
+        tools::WORK_TASK_LEASE,
+        tools::WORK_TASK_FINISH,
+        tools::WINDOW_REGISTER,
+        tools::WINDOW_SYNC,
+    ] {
+        assert!(names.iter().any(|n| n == want), "{want} in {names:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_read_is_newest_first_with_its_counts() {
+    let env = Env::start().await;
+    let (u, mcp) = helper(&env).await;
+    let ann = env.user("ann", false).await;
+    let room = env.room("ops", &[u.id, ann.id]).await;
+    let mut ids = Vec::new();
+    for i in 0..(CHAT_READ_DEFAULT + 2) {
+        ids.push(env.post_as(room.id, ann.id, &format!("m{i}")).await.id);
+    }
+    let read = |limit| {
+        let mcp = &mcp;
+        async move {
+            let r = mcp
+                .call_tool(
+                    tools::CHAT_READ,
+                    serde_json::to_value(ChatReadArgs {
+                        conversation_id: room.id,
+                        limit,
+                        before: None,
+                    })
+                    .unwrap(),
+                )
+                .await
+                .unwrap();
+            assert!(!r.is_error, "{r:?}");
+            serde_json::from_value::<ChatRead>(r.json().unwrap()).unwrap()
+        }
+    };
+    let d = read(None).await;
+    assert_eq!(d.count, CHAT_READ_DEFAULT as usize);
+    assert_eq!(d.order, "newest_first");
+    assert!(d.truncated);
+    assert_eq!(d.messages[0].id, *ids.last().unwrap());
+    assert!(d.messages.windows(2).all(|w| w[0].id > w[1].id));
+    assert_eq!(
+        d.oldest_created_at,
+        Some(d.messages.last().unwrap().created_at)
+    );
+    let small = read(Some(3)).await;
+    assert_eq!(small.count, 3);
+    let all = read(Some(50)).await;
+    assert_eq!((all.count, all.truncated), (ids.len(), false));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_301st_call_in_a_minute_is_429_with_retry_after_60() {
+    let env = Env::start().await;
+    let (_, mcp) = helper(&env).await;
+    for i in 0..MCP_CALLS_PER_MIN {
+        mcp.list_tools()
+            .await
+            .unwrap_or_else(|e| panic!("call {i}: {e}"));
+    }
+    match mcp.list_tools().await {
+        Err(Error::RateLimited { retry_after }) => {
+            assert_eq!(retry_after, Some(Duration::from_secs(MCP_RETRY_AFTER_SECS)))
+        }
+        other => panic!("{other:?}"),
+    }
+    env.backend.clock().advance(61);
+    mcp.list_tools().await.expect("the window moved on");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_jwt_on_mcp_is_refused_with_401() {
+    let env = Env::start().await;
+    let a = env.agent("bolt").await;
+    let jwt = a.client.bearer().await.unwrap();
+    let mcp = McpClient::new(McpConfig::new(env.base(), jwt)).unwrap();
+    assert!(matches!(
+        mcp.list_tools().await,
+        Err(Error::Unauthorized { .. })
+    ));
+    let bogus = McpClient::new(McpConfig::new(env.base(), "hoopmcp_unknown")).unwrap();
+    assert!(matches!(
+        bogus.list_tools().await,
+        Err(Error::Unauthorized { .. })
+    ));
+}
