@@ -218,6 +218,14 @@ async fn turn<A: Agent>(
             "👋 wake"
         );
     }
+    // The instructions show the agent every fresh message: that is a read,
+    // so `hoop say`'s gap watermark moves to what was shown (forward only;
+    // same `{conversation: message}` file format as the cursors).
+    let shown: Vec<(ConversationId, MessageId)> =
+        wakes.iter().map(|w| (w.conversation_id, w.to)).collect();
+    if let Err(e) = commit_cursors(&ctx.home.say_seen_path(), &shown) {
+        tracing::warn!(error = %e, "could not move the say watermark; hoop say may ask to read first");
+    }
     let part_names: Vec<&str> = parts.iter().map(|p| p.name()).collect();
     tracing::info!(parts = ?part_names, rerun, "🧠 turn started");
     let started = Instant::now();

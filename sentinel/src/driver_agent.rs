@@ -1,0 +1,159 @@
+//! The `claude` driver as the round's [`Agent`], plus the leftover-process
+//! rule: the pid of the live agent process is recorded in the home
+//! (`agent.pid`) so that a daemon started after a crash can stop a process
+//! the dead daemon left running (it would otherwise finish its turn — and
+//! answer — while the new daemon answers the same message again).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::agent::{Agent, TurnResult, TurnUsage};
+use crate::daemon::AgentSetup;
+use crate::driver::{Driver, DriverConfig, Outcome, Permissions};
+use crate::policy::TurnClass;
+
+/// File in the home holding the live agent process's pid.
+pub const AGENT_PID_FILE: &str = "agent.pid";
+
+/// The driver behind the [`Agent`] seam.
+pub struct DriverAgent {
+    driver: Driver,
+    pid_file: PathBuf,
+}
+
+impl DriverAgent {
+    pub fn new(setup: AgentSetup) -> DriverAgent {
+        let mut cfg = DriverConfig::new(&setup.claude_bin, setup.home.clone());
+        cfg.env = setup.env.into_iter().collect();
+        cfg.permissions = Permissions {
+            mode: Some(setup.permission_mode).filter(|m| !m.is_empty() && m != "default"),
+            allowed_tools: setup.allowed_tools,
+        };
+        cfg.turn_timeout = setup.turn_timeout;
+        DriverAgent {
+            driver: Driver::new(cfg),
+            pid_file: setup.home.dir().join(AGENT_PID_FILE),
+        }
+    }
+
+    fn record_pid(&self) {
+        let text = self
+            .driver
+            .pid()
+            .map(|p| format!("{p}\n"))
+            .unwrap_or_default();
+        if let Err(e) =
+            hoop_core::fsutil::write_atomic(&self.pid_file, text.as_bytes(), Default::default())
+        {
+            tracing::debug!(error = %e, "agent.pid not written");
+        }
+    }
+}
+
+fn to_i64(v: Option<u64>) -> Option<i64> {
+    v.and_then(|n| i64::try_from(n).ok())
+}
+
+fn detail(o: &Outcome) -> String {
+    match o {
+        Outcome::Ok => "ok".into(),
+        Outcome::Failed { reason } => format!("failed: {reason}"),
+        Outcome::Timeout => "timeout".into(),
+        Outcome::AuthDead { cause } => format!("login dead ({cause})"),
+        // The word for this limit never reaches a log line that could be
+        // pasted into chat; "limit" is enough.
+        Outcome::UsageLimit { .. } => "usage/session limit".into(),
+        Outcome::PromptTooLong { .. } => "prompt too long".into(),
+        Outcome::NoConversation { .. } => "session not found".into(),
+    }
+}
+
+impl Agent for DriverAgent {
+    async fn run_turn(&mut self, preamble: &str, message: &str) -> TurnResult {
+        let report = self.driver.run_turn(preamble, message).await;
+        self.record_pid();
+        let usage = report.usage.as_ref().map(|_| TurnUsage {
+            tokens_in: to_i64(report.tokens.tokens_in),
+            tokens_cached_in: to_i64(report.tokens.tokens_cached_in),
+            tokens_out: to_i64(report.tokens.tokens_out),
+        });
+        let mut d = detail(&report.outcome);
+        if report.garbage_lines > 0 {
+            d.push_str(&format!(
+                "; {} unreadable output line(s) skipped",
+                report.garbage_lines
+            ));
+        }
+        TurnResult {
+            class: TurnClass::from(&report.outcome),
+            usage,
+            detail: d,
+        }
+    }
+
+    async fn compact_and_stop(&mut self) {
+        let o = self.driver.compact_and_stop().await;
+        tracing::info!(outcome = ?o, "agent compacted and stopped");
+        self.record_pid();
+    }
+
+    async fn stop(&mut self) {
+        self.driver.stop().await;
+        self.record_pid();
+    }
+
+    fn idle_for(&self) -> Option<Duration> {
+        self.driver.is_hot().then(|| self.driver.idle_for())
+    }
+}
+
+/// How long a leftover agent gets after SIGTERM before SIGKILL.
+const LEFTOVER_GRACE: Duration = Duration::from_secs(5);
+
+/// Stop an agent process a previous daemon of this home left behind. Only a
+/// live process-group leader whose command line names `claude_bin`'s file
+/// is touched (a recycled pid is left alone).
+pub async fn stop_leftover(home_dir: &Path, claude_bin: &Path) {
+    let path = home_dir.join(AGENT_PID_FILE);
+    let Some(pid) = std::fs::read_to_string(&path)
+        .ok()
+        .and_then(|s| s.trim().parse::<i32>().ok())
+        .filter(|p| *p > 1)
+    else {
+        return;
+    };
+    #[cfg(unix)]
+    {
+        use nix::sys::signal::{Signal, killpg};
+        use nix::unistd::{Pid, getpgid};
+        let p = Pid::from_raw(pid);
+        if getpgid(Some(p)).ok() != Some(p) {
+            return;
+        }
+        let name = claude_bin
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let args = std::process::Command::new("ps")
+            .args(["-o", "args=", "-p", &pid.to_string()])
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default();
+        if name.is_empty() || !args.contains(&name) {
+            return;
+        }
+        tracing::warn!(
+            pid,
+            "an agent process of a previous run is still alive; stopping it"
+        );
+        let _ = killpg(p, Signal::SIGTERM);
+        let until = tokio::time::Instant::now() + LEFTOVER_GRACE;
+        while tokio::time::Instant::now() < until {
+            if getpgid(Some(p)).is_err() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let _ = killpg(p, Signal::SIGKILL);
+    }
+}

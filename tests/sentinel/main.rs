@@ -1,0 +1,309 @@
+//! End-to-end tests of `hoop sentinel run`: the real `hoop` binary as a
+//! child process, the real `claude` CLI (HOOP_CLAUDE_BIN) pointed at the
+//! model stand-in, and the reference backend on loopback.
+
+mod harness;
+
+use std::time::Duration;
+
+use harness::*;
+use hoop_api::admin::AdminCreateCard;
+use hoop_api::types::{CreateCard, MessageKind};
+use hoop_standin::Reply;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_a_mention_and_commits_the_cursor_after_the_turn() {
+    let w = World::new(Opts::default()).await;
+    // A working card: the renewer opens its lease, the turn's usage lands on it.
+    let card = w
+        .admin
+        .create_card(&AdminCreateCard {
+            card: CreateCard {
+                title: "watch the build".into(),
+                assignee_id: Some(w.agent.id),
+                parent_id: None,
+                conversation_id: Some(w.room.id),
+            },
+            creator_id: Some(w.human.id),
+        })
+        .await
+        .unwrap();
+    w.agent_client.claim_card(card.id).await.unwrap();
+    w.standin
+        .push(Reply::bash(w.say_cmd("the build is green"), "answered"));
+    let mut d = w.spawn();
+    d.ready().await;
+    let log = d.log_text();
+    let rocket = log.lines().find(|l| l.contains("🚀")).unwrap();
+    assert!(
+        rocket.contains(HOME_NAME) && rocket.contains("prompts=core,workroom,multi_ai"),
+        "{rocket}"
+    );
+
+    let asked = w.post("@bolt is the build green?", false).await;
+    until("the reply in the room", || async {
+        w.agent_messages()
+            .await
+            .iter()
+            .any(|m| m.body == "the build is green")
+    })
+    .await;
+    d.wait_log("📌 cursor committed").await;
+    assert!(w.cursor() >= Some(asked.id), "cursor {:?}", w.cursor());
+
+    // The turn's messages: preamble via --append-system-prompt, the dynamic
+    // part as the user message under the fixed header.
+    let first = &w.standin.requests()[0];
+    let system = first.system_blocks().join("\n");
+    assert!(
+        system.contains("Reply before you start working"),
+        "core part missing"
+    );
+    let user = first.last_user_text();
+    assert!(user.contains("📬 本轮指令"), "{user}");
+    assert!(
+        user.contains(&format!("[message {}] @ada", asked.id)),
+        "{user}"
+    );
+    assert!(user.contains(&format!("hoop say --home {HOME_NAME} --room {}", w.room.id)));
+
+    // Usage reported per turn and kept on the working card; its lease opened.
+    until("usage on the card", || async {
+        w.agent_client
+            .card(card.id)
+            .await
+            .unwrap()
+            .tokens_out
+            .is_some()
+    })
+    .await;
+    let c = w.agent_client.card(card.id).await.unwrap();
+    assert!(
+        c.tokens_in.is_some() && c.tokens_cached_in.is_some(),
+        "{c:?}"
+    );
+    assert!(
+        c.lease_expires_at.is_some(),
+        "the renewer opened no lease: {c:?}"
+    );
+
+    // SIGTERM: a clean exit, the lock file stays.
+    assert!(d.term().success());
+    assert!(w.home.account_lock_path().exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_daemon_per_home_and_the_next_takes_over_after_kill_9() {
+    let w = World::new(Opts::default()).await;
+    let mut first = w.spawn();
+    first.wait_log("🚀").await;
+    let second = std::process::Command::new(env!("CARGO_BIN_EXE_hoop"))
+        .args(["sentinel", "run", "--home", HOME_NAME])
+        .env("HOOP_ROOT", w.root.path())
+        .output()
+        .unwrap();
+    assert_eq!(second.status.code(), Some(3), "a second instance must exit");
+    let err = String::from_utf8_lossy(&second.stderr);
+    assert!(err.contains("already runs home"), "{err}");
+    assert!(
+        err.contains(&format!("pid {}", first.pid())),
+        "the holder is named: {err}"
+    );
+    assert!(!err.contains("🚀"));
+    first.kill9();
+    assert!(
+        w.home.account_lock_path().exists(),
+        "the lock file is never deleted"
+    );
+    let mut third = w.spawn();
+    third.ready().await;
+    let held = std::fs::read_to_string(w.home.account_lock_path()).unwrap();
+    assert_eq!(held.trim(), third.pid().to_string());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn multi_ai_room_without_a_mention_advances_without_waking() {
+    let w = World::new(Opts {
+        ai_count: 2,
+        ..Opts::default()
+    })
+    .await;
+    let mut d = w.spawn();
+    d.ready().await;
+    let m = w.post("morning all, @everyone look at this", false).await;
+    d.wait_log("cursor advanced without waking").await;
+    assert_eq!(w.cursor(), Some(m.id));
+    assert_eq!(
+        w.standin.request_count(),
+        0,
+        "no turn for a message that is not ours"
+    );
+    // A mention in the same room wakes it.
+    w.standin.push(Reply::bash(w.say_cmd("here"), "ok"));
+    w.post("@闪电 can you check?", false).await;
+    until("the reply", || async {
+        !w.agent_messages().await.is_empty()
+    })
+    .await;
+    let req = &w.standin.requests()[0];
+    assert!(
+        req.system_blocks()
+            .join("\n")
+            .contains("Several AIs are members"),
+        "multi_ai part in the preamble"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failures_back_off_and_only_the_second_posts_the_note() {
+    let w = World::new(Opts::default()).await;
+    w.standin.push(Reply::server_error());
+    w.standin.push(Reply::server_error());
+    w.standin.push(Reply::server_error());
+    w.standin
+        .push(Reply::bash(w.say_cmd("sorry for the wait"), "ok"));
+    let mut d = w.spawn();
+    d.ready().await;
+    let asked = w.post("@bolt status?", false).await;
+    until("the answer after three failures", || async {
+        w.agent_messages()
+            .await
+            .iter()
+            .any(|m| m.body == "sorry for the wait")
+    })
+    .await;
+    let notes: Vec<_> = w
+        .agent_messages()
+        .await
+        .into_iter()
+        .filter(|m| m.kind == MessageKind::Failure)
+        .collect();
+    assert_eq!(
+        notes.len(),
+        1,
+        "exactly one note, on the second failure: {notes:?}"
+    );
+    assert_eq!(notes[0].body, "⚠️ this round failed; I am still online");
+    d.wait_log("📌 cursor committed").await;
+    assert!(w.cursor() >= Some(asked.id));
+    // The cursor was never committed by a failed turn: the message was
+    // offered again each time (4 turns for one message).
+    assert_eq!(d.log_text().matches("🧠 turn started").count(), 4);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dead_login_posts_one_obituary_per_hour_and_remembers_it() {
+    let w = World::new(Opts::default()).await;
+    w.standin.set_default(Reply::auth_error());
+    let mut d = w.spawn();
+    d.ready().await;
+    w.post("@bolt hello?", false).await;
+    d.wait_log_count("🧠 turn finished", 3).await;
+    let obits: Vec<_> = w
+        .agent_messages()
+        .await
+        .into_iter()
+        .filter(|m| m.body.starts_with("⚰️"))
+        .collect();
+    assert_eq!(obits.len(), 1, "{obits:?}");
+    assert_eq!(
+        obits[0].body,
+        "⚰️ login expired — a person must log in again"
+    );
+    assert_eq!(obits[0].kind, MessageKind::Failure);
+    assert!(
+        !w.agent_messages()
+            .await
+            .iter()
+            .any(|m| m.body.starts_with("⚠️"))
+    );
+    let state = std::fs::read_to_string(w.home.dir().join("obituaries.json")).unwrap();
+    assert!(state.contains(':'), "{state}");
+    // A restart within the hour does not post it again.
+    d.kill9();
+    let mut d2 = w.spawn();
+    d2.ready().await;
+    d2.wait_log("already posted within the hour").await;
+    let count = w
+        .agent_messages()
+        .await
+        .iter()
+        .filter(|m| m.body.starts_with("⚰️"))
+        .count();
+    assert_eq!(count, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_usage_limit_is_silent() {
+    let w = World::new(Opts::default()).await;
+    // The API's words for a plan limit, passed through by the real CLI.
+    w.standin.set_default(Reply::api_error(
+        429,
+        "rate_limit_error",
+        "You've hit your session limit · resets 3pm (UTC)",
+    ));
+    let mut d = w.spawn();
+    d.ready().await;
+    let asked = w.post("@bolt hi", false).await;
+    d.wait_log_count("🧠 turn finished", 2).await;
+    assert!(
+        w.agent_messages().await.is_empty(),
+        "nothing is posted on a limit: {:?}\n{}",
+        w.agent_messages().await,
+        d.log_text()
+    );
+    assert!(w.cursor() < Some(asked.id), "not answered: not committed");
+    assert!(!d.log_text().to_lowercase().contains("quota"));
+    // When the limit lifts, the same message is answered.
+    w.standin.set_default(Reply::bash(w.say_cmd("back"), "ok"));
+    until("the answer", || async {
+        !w.agent_messages().await.is_empty()
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_busy_turn_lock_retries_the_round() {
+    let w = World::new(Opts::default()).await;
+    w.standin.push(Reply::bash(w.say_cmd("done"), "ok"));
+    let mut d = w.spawn();
+    d.ready().await;
+    let lock = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(w.home.turn_lock_path())
+        .unwrap();
+    lock.lock().unwrap();
+    w.post("@bolt go", false).await;
+    d.wait_log("turn lock busy").await;
+    assert_eq!(w.standin.request_count(), 0);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    drop(lock);
+    until("the answer after the retry", || async {
+        !w.agent_messages().await.is_empty()
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_agent_is_compacted_then_stopped() {
+    let w = World::new(Opts {
+        idle_reap_sec: Some(2),
+        timings: serde_json::json!({"debounce_ms": 300, "reaper_tick_ms": 200}),
+        ..Opts::default()
+    })
+    .await;
+    w.standin.push(Reply::bash(w.say_cmd("done"), "ok"));
+    let mut d = w.spawn();
+    d.ready().await;
+    w.post("@bolt go", false).await;
+    d.wait_log("📌 cursor committed").await;
+    d.wait_log("💤 agent idle").await;
+    d.wait_log("agent compacted and stopped").await;
+    until("a compaction request", || async {
+        w.standin.requests().iter().any(|r| r.is_summary_request())
+    })
+    .await;
+}
