@@ -30,7 +30,7 @@ use crate::types::{UserId, WsEvent};
 /// The server sends `hello` right after the upgrade; one that has not come
 /// within this long is a broken server, not a slow one.
 pub const WS_HELLO_TIMEOUT: Duration = Duration::from_secs(10);
-/// How much of an unreadable frame is quoted in the log.
+/// How much of an unreadable frame's `type` is quoted in the log.
 const FRAME_LOG_CHARS: usize = 120;
 
 /// Timing of one connection. Defaults are the spec's numbers.
@@ -276,8 +276,13 @@ impl WsConnection {
             Message::Text(text) => match serde_json::from_str::<WsEvent>(text.as_str()) {
                 Ok(ev) => Ok(Some(ev)),
                 Err(e) => {
-                    let head: String = text.as_str().chars().take(FRAME_LOG_CHARS).collect();
-                    tracing::warn!(error = %e, frame = %head, "skipping an unreadable WebSocket frame");
+                    // Log the frame's type only: bodies are chat text.
+                    let kind = serde_json::from_str::<serde_json::Value>(text.as_str())
+                        .ok()
+                        .and_then(|v| v.get("type").and_then(|t| t.as_str()).map(str::to_string))
+                        .unwrap_or_else(|| "<not a typed JSON frame>".into());
+                    let kind: String = kind.chars().take(FRAME_LOG_CHARS).collect();
+                    tracing::warn!(error = %e, frame_type = %kind, len = text.len(), "skipping an unreadable WebSocket frame");
                     Ok(None)
                 }
             },
