@@ -19,6 +19,15 @@ use crate::jwt::{self, JwtError};
 
 /// Read the body; an over-cap body → 413 JSON.
 pub async fn body_bytes(req: Request, state: &Arc<App>, cap: usize) -> Result<Bytes, ApiError> {
+    // A declared length over the cap is refused before a byte is read.
+    let declared = req
+        .headers()
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > cap as u64) {
+        return Err(ApiError::too_large(cap));
+    }
     Bytes::from_request(req, state).await.map_err(|e| {
         if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
             ApiError::too_large(cap)

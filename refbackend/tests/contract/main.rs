@@ -1,0 +1,15 @@
+//! The reference backend's own rule tests: each production rule it
+//! implements has a test here that fails when the rule is removed, plus the
+//! bad-input tests (malformed JSON, unknown routes, oversized bodies, wrong or
+//! expired tokens, unknown ids) and a bounded fuzz over every route.
+
+mod auth;
+mod bad_input;
+mod cards;
+mod mcp;
+mod messages;
+mod presence_usage;
+mod provision;
+mod support;
+mod windows;
+mod ws;

@@ -1,0 +1,325 @@
+use serde_json::json;
+
+use crate::support::Srv;
+
+const TOOLS: [&str; 13] = [
+    "chat_list",
+    "chat_read",
+    "chat_members",
+    "chat_send_text",
+    "chat_send_image",
+    "work_tasks",
+    "work_beat",
+    "work_task_start",
+    "work_task_progress",
+    "work_task_lease",
+    "work_task_finish",
+    "window_register",
+    "window_sync",
+];
+
+#[tokio::test]
+async fn stateless_json_initialize_and_the_whole_tool_set() {
+    let srv = Srv::start().await;
+    let r9 = srv.user("r9", true).await;
+    let key = srv.mint_key(&r9).await;
+    let init = srv
+        .mcp(
+            &key,
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                   "params": {"protocolVersion": "2025-03-26", "capabilities": {},
+                              "clientInfo": {"name": "t", "version": "0"}}}),
+        )
+        .await;
+    assert_eq!(init.status, 200);
+    assert!(
+        init.headers["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("application/json")
+    );
+    assert_eq!(init.body["result"]["protocolVersion"], "2025-03-26");
+    assert!(init.headers.get("mcp-session-id").is_none(), "stateless");
+    let n = srv
+        .mcp(
+            &key,
+            json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        )
+        .await;
+    assert_eq!(n.status, 202);
+    // No session needed: a fresh tools/list works on its own.
+    let list = srv
+        .mcp(
+            &key,
+            json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+        )
+        .await;
+    let mut names: Vec<&str> = list.body["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    names.sort();
+    let mut want = TOOLS.to_vec();
+    want.sort();
+    assert_eq!(names, want);
+    let r = srv
+        .mcp(
+            &key,
+            json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                          "params": {"name": "rm_rf", "arguments": {}}}),
+        )
+        .await;
+    assert_eq!(r.body["error"]["code"], -32602);
+    let get = srv.get(Some(&key), hoop_api::routes::MCP).await;
+    assert_eq!(get.status, 405, "POST only");
+}
+
+#[tokio::test]
+async fn chat_read_limits_and_shape() {
+    let srv = Srv::start().await;
+    let ann = srv.user("ann", false).await;
+    let r9 = srv.user("r9", true).await;
+    let room = srv.room("r", &[&ann, &r9], false).await;
+    let ta = srv.login(&ann).await;
+    for i in 0..60 {
+        srv.send_text(&ta, room.id, &format!("m{i}")).await;
+    }
+    let key = srv.mint_key(&r9).await;
+    let (err, v) = srv
+        .tool(&key, "chat_read", json!({"conversation_id": room.id}))
+        .await;
+    assert!(!err);
+    assert_eq!(v["count"], 20, "default 20");
+    assert_eq!(v["order"], "newest_first");
+    assert_eq!(v["truncated"], true);
+    let msgs = v["messages"].as_array().unwrap();
+    assert_eq!(msgs[0]["body"], "m59");
+    assert_eq!(v["oldest_created_at"], msgs[19]["created_at"]);
+    let (_, v) = srv
+        .tool(
+            &key,
+            "chat_read",
+            json!({"conversation_id": room.id, "limit": 500}),
+        )
+        .await;
+    assert_eq!(v["count"], 50, "at most 50");
+    let (_, v) = srv
+        .tool(
+            &key,
+            "chat_read",
+            json!({"conversation_id": room.id, "limit": 0}),
+        )
+        .await;
+    assert_eq!(v["count"], 1, "at least 1");
+    let (_, v) = srv
+        .tool(&key, "chat_read", json!({"conversation_id": room.id, "limit": 50, "before": msgs[0]["id"].as_i64().unwrap() - 49}))
+        .await;
+    assert_eq!(
+        (v["count"].as_u64(), v["truncated"].as_bool()),
+        (Some(10), Some(false))
+    );
+    let (err, v) = srv
+        .tool(&key, "chat_members", json!({"conversation_id": room.id}))
+        .await;
+    assert!(!err);
+    assert_eq!(v["members"].as_array().unwrap().len(), 2);
+    let (err, v) = srv.tool(&key, "chat_list", json!({})).await;
+    assert!(!err);
+    assert_eq!(v["conversations"][0]["id"], room.id);
+}
+
+#[tokio::test]
+async fn chat_send_text_goes_through_the_same_gates() {
+    let srv = Srv::start().await;
+    let ann = srv.user("ann", false).await;
+    let r9 = srv.user("r9", true).await;
+    let room = srv.room("r", &[&ann, &r9], false).await;
+    let key = srv.mint_key(&r9).await;
+    let (err, v) = srv
+        .tool(
+            &key,
+            "chat_send_text",
+            json!({"conversation_id": room.id, "body": "**no**"}),
+        )
+        .await;
+    assert!(err);
+    assert_eq!(v["error"], "markdown_refused");
+    let (err, v) = srv
+        .tool(
+            &key,
+            "chat_send_text",
+            json!({"conversation_id": room.id, "body": "hi", "mentions": [ann.id, 999]}),
+        )
+        .await;
+    assert!(!err, "{v}");
+    assert_eq!(v["mentions"], json!([ann.id]));
+    let ta = srv.login(&ann).await;
+    let newer = srv.send_text(&ta, room.id, "did you see").await.body["id"]
+        .as_i64()
+        .unwrap();
+    let (err, v) = srv
+        .tool(
+            &key,
+            "chat_send_text",
+            json!({"conversation_id": room.id, "body": "x", "expect_latest_id": newer - 1}),
+        )
+        .await;
+    assert!(err);
+    assert_eq!(
+        (v["error"].as_str(), v["latest_id"].as_i64()),
+        (Some("gap"), Some(newer))
+    );
+    let (err, _) = srv
+        .tool(&key, "chat_send_text", json!({"conversation_id": room.id, "body": "x", "expect_latest_id": newer - 1, "force": true}))
+        .await;
+    assert!(!err);
+    let (err, v) = srv
+        .tool(&key, "chat_send_image", json!({"conversation_id": room.id, "data_base64": "iVBORw0KGgo=", "mime": "image/png", "caption": "a chart"}))
+        .await;
+    assert!(!err, "{v}");
+    assert_eq!(v["kind"], "image");
+    let (err, v) = srv
+        .tool(
+            &key,
+            "chat_send_image",
+            json!({"conversation_id": room.id, "data_base64": "@@@", "mime": "image/png"}),
+        )
+        .await;
+    assert!(err);
+    assert_eq!(v["error"], "bad_request");
+}
+
+#[tokio::test]
+async fn work_and_window_tools() {
+    let srv = Srv::start().await;
+    let r9 = srv.user("r9", true).await;
+    let key = srv.mint_key(&r9).await;
+    let (err, v) = srv.tool(&key, "work_beat", json!({})).await;
+    assert!(!err);
+    assert_eq!(v["next_beat_sec"], 60);
+    let (err, card) = srv
+        .tool(&key, "work_task_start", json!({"title": "t1"}))
+        .await;
+    assert!(!err, "{card}");
+    assert_eq!(
+        (card["status"].as_str(), &card["lease_expires_at"]),
+        (Some("working"), &json!(null))
+    );
+    let id = card["id"].as_i64().unwrap();
+    let (err, v) = srv
+        .tool(&key, "work_task_start", json!({"title": "t2"}))
+        .await;
+    assert!(err);
+    assert_eq!(v["error"], "already_working");
+    let (_, v) = srv.tool(&key, "work_tasks", json!({})).await;
+    assert_eq!(
+        v["cards"].as_array().unwrap().len(),
+        1,
+        "the refused start stored nothing"
+    );
+    let (err, v) = srv
+        .tool(&key, "work_task_lease", json!({"card_id": id}))
+        .await;
+    assert!(!err);
+    assert_eq!(v["renew_after_sec"], 60);
+    let (err, v) = srv
+        .tool(
+            &key,
+            "work_task_progress",
+            json!({"card_id": id, "note": "n"}),
+        )
+        .await;
+    assert!(!err, "{v}");
+    let (err, v) = srv
+        .tool(
+            &key,
+            "work_task_finish",
+            json!({"card_id": id, "status": "failed"}),
+        )
+        .await;
+    assert!(err);
+    assert_eq!(v["error"], "error_required");
+    let (err, v) = srv
+        .tool(
+            &key,
+            "work_task_finish",
+            json!({"card_id": id, "status": "done"}),
+        )
+        .await;
+    assert!(!err);
+    assert_eq!(v["status"], "done");
+    let (err, v) = srv
+        .tool(&key, "work_task_lease", json!({"card_id": id}))
+        .await;
+    assert!(err);
+    assert_eq!(v["error"], "not_working");
+
+    let (err, w) = srv
+        .tool(
+            &key,
+            "window_register",
+            json!({"installation_id": "i", "machine": "m", "client": "codex",
+              "native_session_id": "s", "runtime_id": "r", "fallback_hint": true}),
+        )
+        .await;
+    assert!(!err, "{w}");
+    let (err, s) = srv
+        .tool(&key, "window_sync", json!({"window_id": w["window_id"]}))
+        .await;
+    assert!(!err);
+    assert_eq!(s["mode"], "fallback");
+    let (err, s) = srv
+        .tool(&key, "window_sync", json!({"window_id": "gone"}))
+        .await;
+    assert!(err);
+    assert_eq!(s["error"], "window_not_found");
+}
+
+#[tokio::test]
+async fn three_hundred_calls_a_minute_per_key_then_429_retry_after_60() {
+    let srv = Srv::start().await;
+    let r9 = srv.user("r9", true).await;
+    let key = srv.mint_key(&r9).await;
+    let other = srv.mint_key(&r9).await;
+    let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"});
+    for i in 0..300 {
+        assert_eq!(srv.mcp(&key, ping.clone()).await.status, 200, "call {i}");
+    }
+    let r = srv.mcp(&key, ping.clone()).await;
+    assert_eq!(r.status, 429);
+    assert_eq!(r.headers["retry-after"], "60");
+    assert_eq!(r.body["error"]["code"], -32000);
+    assert_eq!(srv.mcp(&other, ping.clone()).await.status, 200, "per key");
+    srv.run.clock().advance(60);
+    assert_eq!(srv.mcp(&key, ping).await.status, 200);
+}
+
+#[tokio::test]
+async fn mcp_body_cap_is_160_mib() {
+    let srv = Srv::start().await;
+    let r9 = srv.user("r9", true).await;
+    let key = srv.mint_key(&r9).await;
+    // 40 MiB is over every REST cap but under the MCP one: it is read and
+    // answered (the text itself is then refused by the 65,536-char gate).
+    let big = "a".repeat(40 * 1024 * 1024);
+    let (err, v) = srv
+        .tool(
+            &key,
+            "chat_send_text",
+            json!({"conversation_id": 1, "body": big}),
+        )
+        .await;
+    assert!(err);
+    assert_ne!(v["error"], "payload_too_large");
+    let status = crate::bad_input::post_raw_len(
+        &srv,
+        hoop_api::routes::MCP,
+        Some(&key),
+        160 * 1024 * 1024 + 1,
+    )
+    .await;
+    assert_eq!(status.0, 413, "{}", status.1);
+    assert!(status.1.contains("payload_too_large"));
+}
