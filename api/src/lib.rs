@@ -9,6 +9,7 @@ pub mod headers;
 pub mod mcp;
 pub mod rest;
 pub mod routes;
+pub mod say_seen;
 pub mod token;
 pub mod types;
 pub mod ws;

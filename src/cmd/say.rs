@@ -27,7 +27,6 @@
 //! messages printed or a gate refused (markdown, cap, empty, rate limit);
 //! 1 any other error.
 
-use std::collections::BTreeMap;
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -35,11 +34,11 @@ use std::process::ExitCode;
 use anyhow::{Context, bail};
 
 use hoop_api::rest::{image_message, image_mime};
+use hoop_api::say_seen::SaySeen;
 use hoop_api::types::{
     ConversationId, Mention, Message, MessageId, MessageKind, SendImage, SendMessage, UserId,
 };
 use hoop_api::{Client, Error as ApiError};
-use hoop_core::fsutil::{WriteOptions, write_json_atomic};
 use hoop_core::gates::{self, SendKind};
 use hoop_core::home::Home;
 use hoop_core::limits::{REST_BODY_CAP_BYTES, SAY_GAP_WINDOW, SEND_RATE_PER_MIN};
@@ -100,44 +99,6 @@ fn parse_mention(s: &str) -> Result<Mention, String> {
     s.parse::<i64>()
         .map(Mention::User)
         .map_err(|_| format!("{s:?} is neither a user id nor `everyone`"))
-}
-
-// ---------------------------------------------------------------- watermark
-
-/// `say_seen.json`: conversation id → newest message id seen.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct SaySeen(BTreeMap<String, MessageId>);
-
-impl SaySeen {
-    /// Absent → empty. Malformed → empty (everything reads as unread, the
-    /// safe direction), with a warning.
-    pub fn load(path: &Path) -> SaySeen {
-        match std::fs::read(path) {
-            Err(_) => SaySeen::default(),
-            Ok(bytes) => match serde_json::from_slice(&bytes) {
-                Ok(map) => SaySeen(map),
-                Err(e) => {
-                    tracing::warn!(path = %path.display(), error = %e, "say_seen.json unreadable; treating every message as unread");
-                    SaySeen::default()
-                }
-            },
-        }
-    }
-
-    pub fn get(&self, room: ConversationId) -> Option<MessageId> {
-        self.0.get(&room.to_string()).copied()
-    }
-
-    /// Move forward only.
-    pub fn advance(&mut self, room: ConversationId, to: MessageId) {
-        let e = self.0.entry(room.to_string()).or_insert(to);
-        *e = (*e).max(to);
-    }
-
-    pub fn save(&self, path: &Path) -> anyhow::Result<()> {
-        write_json_atomic(path, &self.0, WriteOptions::default())
-            .with_context(|| format!("writing {}", path.display()))
-    }
 }
 
 // ---------------------------------------------------------------- the gap gate
@@ -335,7 +296,7 @@ async fn send(req: &Request, seen_path: &Path) -> anyhow::Result<Sent> {
     let client =
         Client::for_home(&req.home).with_context(|| format!("home {:?}", req.home.name))?;
     let room = req.room;
-    let mut seen = SaySeen::load(seen_path);
+    let seen = SaySeen::load(seen_path);
 
     let expect_latest_id = if req.failure {
         None
@@ -358,8 +319,7 @@ async fn send(req: &Request, seen_path: &Path) -> anyhow::Result<Sent> {
                 more,
             } => {
                 print!("{}", render_unread(room, &unread, more));
-                seen.advance(room, newest);
-                seen.save(seen_path)?;
+                advance(seen_path, room, newest)?;
                 return Ok(Sent::Gated(format!(
                     "not sent: {} unread message(s) printed above",
                     unread.len()
@@ -388,15 +348,13 @@ async fn send(req: &Request, seen_path: &Path) -> anyhow::Result<Sent> {
     match result {
         Ok(m) => {
             if !req.failure {
-                seen.advance(room, m.id);
-                seen.save(seen_path)?;
+                advance(seen_path, room, m.id)?;
             }
             Ok(Sent::Ok(m))
         }
         Err(ApiError::Gap { latest_id, unread }) => {
             print!("{}", render_unread(room, &unread, false));
-            seen.advance(room, latest_id);
-            seen.save(seen_path)?;
+            advance(seen_path, room, latest_id)?;
             Ok(Sent::Gated(format!(
                 "not sent: {} message(s) arrived meanwhile, printed above",
                 unread.len()
@@ -412,6 +370,10 @@ async fn send(req: &Request, seen_path: &Path) -> anyhow::Result<Sent> {
         ))),
         Err(e) => Err(e).context("sending"),
     }
+}
+
+fn advance(path: &Path, room: ConversationId, to: MessageId) -> anyhow::Result<()> {
+    SaySeen::advance_file(path, room, to).with_context(|| format!("writing {}", path.display()))
 }
 
 #[cfg(test)]
@@ -499,22 +461,6 @@ mod tests {
         assert!(more(None));
         assert!(more(Some(3)));
         assert!(!more(Some(8)));
-    }
-
-    #[test]
-    fn watermark_only_moves_forward_and_round_trips() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("say_seen.json");
-        let mut s = SaySeen::load(&p);
-        assert_eq!(s.get(5), None);
-        s.advance(5, 10);
-        s.advance(5, 7);
-        s.advance(6, 1);
-        s.save(&p).unwrap();
-        let back = SaySeen::load(&p);
-        assert_eq!((back.get(5), back.get(6)), (Some(10), Some(1)));
-        std::fs::write(&p, "garbage").unwrap();
-        assert_eq!(SaySeen::load(&p), SaySeen::default());
     }
 
     #[test]
