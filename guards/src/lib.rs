@@ -7,6 +7,14 @@
 //! - [`phase`]: tool_phase, one whitelisted word per tool into `phase.json`;
 //! - [`mcp`]: mcp_gate, a per-home allowlist of MCP tools;
 //! - [`hook`]: the two hook contracts (payload in, answer out);
+//! - [`run`]: the drivers that tie a payload to a guard and an answer;
 //! - [`install`]: merging our entries into Claude Code / Cursor settings.
 
 pub mod act;
+pub mod hook;
+pub mod install;
+pub mod limits;
+pub mod mcp;
+pub mod memory;
+pub mod phase;
+pub mod run;

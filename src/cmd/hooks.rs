@@ -1,10 +1,138 @@
-//! `hoop hooks …`.
+//! `hoop hooks install --claude|--cursor [--home H] [--check]`: merge hoop's
+//! hook entries into Claude Code's `settings.json` or Cursor's `hooks.json`
+//! (see `hoop_guards::install` for the merge rules). `--check` writes
+//! nothing and exits 1 when the file differs from what install would make.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
+use anyhow::Context;
+use hoop_guards::install::{self, Target};
+
 #[derive(clap::Subcommand)]
-pub enum Command {}
+pub enum Command {
+    /// Merge hoop's hook entries into Claude Code or Cursor settings
+    /// (idempotent; never removes or reorders anyone else's hooks).
+    Install(InstallArgs),
+}
+
+#[derive(clap::Args)]
+#[command(group(clap::ArgGroup::new("target").required(true).args(["claude", "cursor"])))]
+pub struct InstallArgs {
+    /// Claude Code: `$CLAUDE_CONFIG_DIR/settings.json` or `~/.claude/settings.json`.
+    #[arg(long)]
+    claude: bool,
+    /// Cursor: `~/.cursor/hooks.json`.
+    #[arg(long)]
+    cursor: bool,
+    /// Also install the home-bound guards (mcp_gate, tool_phase) for this home.
+    #[arg(long)]
+    home: Option<String>,
+    /// Report drift and exit 1 instead of writing.
+    #[arg(long)]
+    check: bool,
+    /// The settings file to merge into (overrides the default location).
+    #[arg(long)]
+    settings: Option<PathBuf>,
+    /// The hoop program written into the hooks (default: this binary).
+    #[arg(long)]
+    program: Option<String>,
+}
 
 pub fn run(c: Command) -> anyhow::Result<ExitCode> {
-    match c {}
+    match c {
+        Command::Install(a) => install_cmd(a),
+    }
+}
+
+fn default_path(target: Target) -> anyhow::Result<PathBuf> {
+    let home = || {
+        std::env::var_os("HOME")
+            .filter(|h| !h.is_empty())
+            .map(PathBuf::from)
+            .context("HOME is not set; pass --settings")
+    };
+    Ok(match target {
+        Target::Claude => match std::env::var_os("CLAUDE_CONFIG_DIR").filter(|d| !d.is_empty()) {
+            Some(d) => PathBuf::from(d).join("settings.json"),
+            None => home()?.join(".claude").join("settings.json"),
+        },
+        Target::Cursor => home()?.join(".cursor").join("hooks.json"),
+    })
+}
+
+fn install_cmd(a: InstallArgs) -> anyhow::Result<ExitCode> {
+    let target = if a.cursor {
+        Target::Cursor
+    } else {
+        Target::Claude
+    };
+    let path = match a.settings {
+        Some(p) => p,
+        None => default_path(target)?,
+    };
+    let program = match a.program {
+        Some(p) => p,
+        None => std::env::current_exe()
+            .context("locating the hoop binary; pass --program")?
+            .to_string_lossy()
+            .into_owned(),
+    };
+    let (mut settings, mode) = match std::fs::read(&path) {
+        Ok(bytes) => {
+            let v: serde_json::Value = serde_json::from_slice(&bytes).with_context(|| {
+                format!("{} is not valid JSON; fix it by hand first", path.display())
+            })?;
+            (v, file_mode(&path))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => (serde_json::Value::Null, None),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+    };
+    let specs = install::specs(target, a.home.as_deref());
+    let changes = install::merge(target, &mut settings, &program, &specs)
+        .with_context(|| format!("merging into {}", path.display()))?;
+    let drift = changes.iter().any(|c| c.is_drift());
+    for c in &changes {
+        println!("{c}");
+    }
+    if a.check {
+        if drift {
+            eprintln!(
+                "{}: hooks differ from what `hoop hooks install` makes",
+                path.display()
+            );
+            return Ok(ExitCode::from(1));
+        }
+        println!("{}: up to date", path.display());
+        return Ok(ExitCode::SUCCESS);
+    }
+    if !drift {
+        println!("{}: up to date", path.display());
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut data = serde_json::to_vec_pretty(&settings)?;
+    data.push(b'\n');
+    let opts = hoop_core::fsutil::WriteOptions {
+        mode: mode.unwrap_or(hoop_core::fsutil::WriteOptions::default().mode),
+    };
+    hoop_core::fsutil::write_atomic(&path, &data, opts)
+        .with_context(|| format!("writing {}", path.display()))?;
+    println!("{}: written", path.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Keep the settings file's permissions (it may hold API keys in `env`).
+fn file_mode(path: &std::path::Path) -> Option<u32> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(path)
+            .ok()
+            .map(|m| m.permissions().mode() & 0o7777)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        None
+    }
 }

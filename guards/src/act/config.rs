@@ -89,11 +89,16 @@ impl Default for ActConfig {
 impl ActConfig {
     /// Load from `root` and the process environment (`HOOP_AGENT`, `TMPDIR`).
     pub fn load(root: Option<&Path>) -> ActConfig {
-        let mut cfg = ActConfig {
+        ActConfig {
             agent: std::env::var("HOOP_AGENT").ok().filter(|s| !s.is_empty()),
             tmpdir: std::env::var("TMPDIR").ok().filter(|s| s.starts_with('/')),
-            ..ActConfig::default()
-        };
+            ..ActConfig::from_files(root)
+        }
+    }
+
+    /// Load the files under `root` only (no environment).
+    pub fn from_files(root: Option<&Path>) -> ActConfig {
+        let mut cfg = ActConfig::default();
         let Some(root) = root else { return cfg };
         cfg.rules = load_rules(root).rules;
         if let Some(text) = read_small(&root.join(RELEASE_FILE)) {
