@@ -1,10 +1,511 @@
-//! `hoop backend …`.
+//! `hoop backend …`: serve the reference backend, or drive a running one as
+//! its operator (create users and rooms, post as anyone, mint keys, create
+//! cards, push events, move its clock). Operator commands print JSON of what
+//! they created on stdout, one object per line.
+//!
+//! The admin token comes from `HOOP_ADMIN_TOKEN` or the token file that
+//! `serve` writes (mode 0600, never printed).
 
+use std::io::Write as _;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use anyhow::{Context, bail};
+use hoop_api::admin::{
+    AdminClient, AdminCreateCard, CreateConversation, CreateProvisionKey, CreateUser, PostAs,
+    ProvisionKind, Push, PushEvent,
+};
+use hoop_api::types::{CreateCard, Mention, MessageKind, SendMessage};
+use hoop_core::fsutil::{WriteOptions, write_atomic};
+
+/// Environment variable naming the backend an operator command talks to.
+pub const URL_ENV: &str = "HOOP_BACKEND_URL";
+/// Environment variable carrying the admin token (else the token file).
+pub const ADMIN_TOKEN_ENV: &str = "HOOP_ADMIN_TOKEN";
+/// Environment variable with the agent secret logins must carry (serve).
+pub const AGENT_SECRET_ENV: &str = "HOOP_AGENT_SECRET";
+
 #[derive(clap::Subcommand)]
-pub enum Command {}
+pub enum Command {
+    /// Run the reference backend until SIGINT/SIGTERM. Prints
+    /// `listening on http://ADDR` as its first stdout line.
+    Serve(ServeArgs),
+    /// Users (humans and agents).
+    #[command(subcommand)]
+    User(UserCmd),
+    /// Conversations (rooms).
+    #[command(subcommand)]
+    Room(RoomCmd),
+    /// Post a message as any member, through the same gates as a user's send.
+    Post(PostArgs),
+    /// MCP keys.
+    #[command(subcommand)]
+    Key(KeyCmd),
+    /// Provisioning keys.
+    #[command(subcommand, name = "provision-key")]
+    ProvisionKey(ProvisionKeyCmd),
+    /// Work cards.
+    #[command(subcommand)]
+    Card(CardCmd),
+    /// Push a WebSocket event to a user.
+    #[command(subcommand)]
+    Push(PushCmd),
+    /// The server's clock (JWT expiry, presence, leases, rate windows).
+    #[command(subcommand)]
+    Clock(ClockCmd),
+}
+
+#[derive(clap::Args)]
+pub struct ServeArgs {
+    /// Address to listen on (port 0 = any free port).
+    #[arg(long, default_value = "127.0.0.1:0")]
+    pub addr: SocketAddr,
+    /// SQLite file; without it everything lives in memory.
+    #[arg(long)]
+    pub db: Option<PathBuf>,
+    /// File holding the agent secret logins must carry (the bare value, or
+    /// an agent.env-style `HOOP_AGENT_SECRET=…` line). Env HOOP_AGENT_SECRET
+    /// works too.
+    #[arg(long)]
+    pub agent_secret_file: Option<PathBuf>,
+    /// Where to write the admin token (0600). Default
+    /// `<HOOP_ROOT or ~/.hoop>/backend/admin.token`.
+    #[arg(long)]
+    pub admin_token_file: Option<PathBuf>,
+}
+
+/// How an operator command reaches the server.
+#[derive(clap::Args, Clone)]
+pub struct Conn {
+    /// Base URL of the running backend.
+    #[arg(long, env = URL_ENV)]
+    pub url: String,
+    /// Admin token file, used when HOOP_ADMIN_TOKEN is not set.
+    #[arg(long)]
+    pub admin_token_file: Option<PathBuf>,
+}
+
+#[derive(clap::Subcommand)]
+pub enum UserCmd {
+    /// Create a user.
+    Add {
+        #[command(flatten)]
+        conn: Conn,
+        #[arg(long)]
+        email: String,
+        #[arg(long)]
+        username: String,
+        #[arg(long)]
+        nickname: Option<String>,
+        /// An AI agent account (`is_agent`).
+        #[arg(long)]
+        agent: bool,
+    },
+    /// List users.
+    List {
+        #[command(flatten)]
+        conn: Conn,
+    },
+}
+
+#[derive(clap::Subcommand)]
+pub enum RoomCmd {
+    /// Create a conversation with members (id, username or email).
+    Add {
+        #[command(flatten)]
+        conn: Conn,
+        #[arg(long)]
+        title: String,
+        /// A workroom (cards are run there).
+        #[arg(long)]
+        workroom: bool,
+        #[arg(long = "member")]
+        members: Vec<String>,
+    },
+    /// Add a member to a conversation.
+    Member {
+        #[command(flatten)]
+        conn: Conn,
+        #[arg(long)]
+        room: i64,
+        #[arg(long)]
+        user: String,
+    },
+}
+
+#[derive(clap::Args)]
+pub struct PostArgs {
+    #[command(flatten)]
+    pub conn: Conn,
+    /// Sender: id, username or email.
+    #[arg(long = "as")]
+    pub sender: String,
+    #[arg(long)]
+    pub room: i64,
+    /// Structured mention: a user (id, username or email) or `everyone`.
+    #[arg(long = "mention")]
+    pub mentions: Vec<String>,
+    /// `text` (default), `status` or `failure`.
+    #[arg(long, default_value = "text")]
+    pub kind: String,
+    /// The newest message id the sender has seen (gap check).
+    #[arg(long)]
+    pub expect_latest_id: Option<i64>,
+    /// Send despite the gap check.
+    #[arg(long)]
+    pub force: bool,
+    pub text: String,
+}
+
+#[derive(clap::Subcommand)]
+pub enum KeyCmd {
+    /// Mint an MCP key; printed once (the server keeps only its SHA-256).
+    Mint {
+        #[command(flatten)]
+        conn: Conn,
+        #[arg(long)]
+        user: String,
+    },
+}
+
+#[derive(clap::Subcommand)]
+pub enum ProvisionKeyCmd {
+    /// Create a provisioning key for a user.
+    Create {
+        #[command(flatten)]
+        conn: Conn,
+        #[arg(long)]
+        user: String,
+        /// `sentinel` or `reinforcement`.
+        #[arg(long, default_value = "sentinel")]
+        kind: String,
+        /// A room the account joins on redeem.
+        #[arg(long)]
+        room: Option<i64>,
+    },
+}
+
+#[derive(clap::Subcommand)]
+pub enum CardCmd {
+    /// Create a queued card.
+    Add {
+        #[command(flatten)]
+        conn: Conn,
+        #[arg(long)]
+        title: String,
+        #[arg(long)]
+        assignee: Option<String>,
+        #[arg(long)]
+        parent: Option<i64>,
+        #[arg(long)]
+        room: Option<i64>,
+    },
+}
+
+#[derive(clap::Subcommand)]
+pub enum PushCmd {
+    /// `workroom.task.recheck`.
+    Recheck {
+        #[command(flatten)]
+        conn: Conn,
+        #[arg(long)]
+        user: String,
+        #[arg(long)]
+        room: Option<i64>,
+    },
+    /// `provision.pending`.
+    ProvisionPending {
+        #[command(flatten)]
+        conn: Conn,
+        #[arg(long)]
+        user: String,
+    },
+}
+
+#[derive(clap::Subcommand)]
+pub enum ClockCmd {
+    /// Move the server's clock forward by SECS seconds.
+    Advance {
+        #[command(flatten)]
+        conn: Conn,
+        secs: i64,
+    },
+}
 
 pub fn run(c: Command) -> anyhow::Result<ExitCode> {
-    match c {}
+    let rt = super::runtime()?;
+    rt.block_on(async move {
+        match c {
+            Command::Serve(a) => serve(a).await,
+            other => operate(other).await,
+        }
+    })
+}
+
+fn default_token_file() -> anyhow::Result<PathBuf> {
+    Ok(hoop_core::home::root()?.join("backend").join("admin.token"))
+}
+
+fn read_agent_secret(path: &Path) -> anyhow::Result<String> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("reading the agent secret file {}", path.display()))?;
+    let from_env_line = text.lines().find_map(|l| {
+        let l = l.trim();
+        let l = l.strip_prefix("export ").unwrap_or(l);
+        let (k, v) = l.split_once('=')?;
+        (k.trim() == hoop_core::home::AGENT_SECRET_VAR)
+            .then(|| v.trim().trim_matches(|c| c == '"' || c == '\'').to_string())
+    });
+    let secret = from_env_line.unwrap_or_else(|| text.trim().to_string());
+    if secret.is_empty() {
+        bail!("the agent secret file {} is empty", path.display());
+    }
+    Ok(secret)
+}
+
+async fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
+    let agent_secret = match &a.agent_secret_file {
+        Some(p) => Some(read_agent_secret(p)?),
+        None => std::env::var(AGENT_SECRET_ENV)
+            .ok()
+            .filter(|s| !s.is_empty()),
+    };
+    let token_file = match a.admin_token_file {
+        Some(p) => p,
+        None => default_token_file()?,
+    };
+    let cfg = hoop_refbackend::Config {
+        db: a.db,
+        agent_secret,
+        admin_token: None,
+    };
+    let running = hoop_refbackend::spawn(a.addr, cfg).await?;
+    write_atomic(
+        &token_file,
+        format!("{}\n", running.admin_token).as_bytes(),
+        WriteOptions::SECRET,
+    )
+    .with_context(|| format!("writing the admin token to {}", token_file.display()))?;
+    {
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "listening on {}", running.base_url())?;
+        out.flush()?;
+    }
+    tracing::info!(token_file = %token_file.display(), "admin token written");
+    wait_for_stop().await?;
+    running.shutdown().await;
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn wait_for_stop() -> anyhow::Result<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate())?;
+    tokio::select! {
+        r = tokio::signal::ctrl_c() => r?,
+        _ = term.recv() => {}
+    }
+    Ok(())
+}
+
+fn client(conn: &Conn) -> anyhow::Result<AdminClient> {
+    let token = match std::env::var(ADMIN_TOKEN_ENV)
+        .ok()
+        .filter(|t| !t.is_empty())
+    {
+        Some(t) => t,
+        None => {
+            let path = match &conn.admin_token_file {
+                Some(p) => p.clone(),
+                None => default_token_file()?,
+            };
+            std::fs::read_to_string(&path)
+                .with_context(|| {
+                    format!(
+                        "no {ADMIN_TOKEN_ENV} and cannot read the admin token file {}",
+                        path.display()
+                    )
+                })?
+                .trim()
+                .to_string()
+        }
+    };
+    Ok(AdminClient::new(&conn.url, &token))
+}
+
+/// Print one JSON object (what was created) as one stdout line.
+fn print_json(v: serde_json::Value) -> anyhow::Result<ExitCode> {
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{v}")?;
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn user_id(c: &AdminClient, who: &str) -> anyhow::Result<i64> {
+    Ok(c.resolve_user(who).await?.id)
+}
+
+async fn operate(cmd: Command) -> anyhow::Result<ExitCode> {
+    match cmd {
+        Command::Serve(_) => unreachable!("served above"),
+        Command::User(UserCmd::Add {
+            conn,
+            email,
+            username,
+            nickname,
+            agent,
+        }) => {
+            let c = client(&conn)?;
+            let u = c
+                .create_user(&CreateUser {
+                    email,
+                    username,
+                    nickname,
+                    is_agent: agent,
+                })
+                .await?;
+            print_json(serde_json::to_value(&u)?)
+        }
+        Command::User(UserCmd::List { conn }) => {
+            print_json(serde_json::to_value(&client(&conn)?.list_users().await?)?)
+        }
+        Command::Room(RoomCmd::Add {
+            conn,
+            title,
+            workroom,
+            members,
+        }) => {
+            let c = client(&conn)?;
+            let mut member_ids = Vec::new();
+            for m in &members {
+                member_ids.push(user_id(&c, m).await?);
+            }
+            let conv = c
+                .create_conversation(&CreateConversation {
+                    title,
+                    is_workroom: workroom,
+                    member_ids,
+                })
+                .await?;
+            print_json(serde_json::to_value(&conv)?)
+        }
+        Command::Room(RoomCmd::Member { conn, room, user }) => {
+            let c = client(&conn)?;
+            let id = user_id(&c, &user).await?;
+            print_json(serde_json::to_value(&c.add_member(room, id).await?)?)
+        }
+        Command::Post(a) => {
+            let c = client(&a.conn)?;
+            let sender_id = user_id(&c, &a.sender).await?;
+            let mut mentions = Vec::new();
+            for m in &a.mentions {
+                if m == "everyone" {
+                    mentions.push(Mention::EVERYONE);
+                } else {
+                    mentions.push(Mention::User(user_id(&c, m).await?));
+                }
+            }
+            let kind = match a.kind.as_str() {
+                "text" => MessageKind::Text,
+                "status" => MessageKind::Status,
+                "failure" => MessageKind::Failure,
+                other => bail!("--kind is text, status or failure (not {other:?})"),
+            };
+            let msg = c
+                .post_as(
+                    a.room,
+                    &PostAs {
+                        sender_id,
+                        message: SendMessage {
+                            body: a.text,
+                            mentions,
+                            expect_latest_id: a.expect_latest_id,
+                            force: a.force,
+                            kind,
+                        },
+                    },
+                )
+                .await?;
+            print_json(serde_json::to_value(&msg)?)
+        }
+        Command::Key(KeyCmd::Mint { conn, user }) => {
+            let c = client(&conn)?;
+            let id = user_id(&c, &user).await?;
+            print_json(serde_json::to_value(&c.mint_mcp_key(id).await?)?)
+        }
+        Command::ProvisionKey(ProvisionKeyCmd::Create {
+            conn,
+            user,
+            kind,
+            room,
+        }) => {
+            let c = client(&conn)?;
+            let id = user_id(&c, &user).await?;
+            let kind = match kind.as_str() {
+                "sentinel" => ProvisionKind::Sentinel,
+                "reinforcement" => ProvisionKind::Reinforcement,
+                other => bail!("--kind is sentinel or reinforcement (not {other:?})"),
+            };
+            let k = c
+                .create_provision_key(&CreateProvisionKey {
+                    user_id: id,
+                    kind,
+                    conversation_id: room,
+                })
+                .await?;
+            print_json(serde_json::to_value(&k)?)
+        }
+        Command::Card(CardCmd::Add {
+            conn,
+            title,
+            assignee,
+            parent,
+            room,
+        }) => {
+            let c = client(&conn)?;
+            let assignee_id = match assignee {
+                Some(a) => Some(user_id(&c, &a).await?),
+                None => None,
+            };
+            let card = c
+                .create_card(&AdminCreateCard {
+                    card: CreateCard {
+                        title,
+                        assignee_id,
+                        parent_id: parent,
+                        conversation_id: room,
+                    },
+                    creator_id: None,
+                })
+                .await?;
+            print_json(serde_json::to_value(&card)?)
+        }
+        Command::Push(PushCmd::Recheck { conn, user, room }) => {
+            let c = client(&conn)?;
+            let id = user_id(&c, &user).await?;
+            let p = c
+                .push(&Push {
+                    user_id: id,
+                    event: PushEvent::Recheck,
+                    conversation_id: room,
+                })
+                .await?;
+            print_json(serde_json::to_value(&p)?)
+        }
+        Command::Push(PushCmd::ProvisionPending { conn, user }) => {
+            let c = client(&conn)?;
+            let id = user_id(&c, &user).await?;
+            let p = c
+                .push(&Push {
+                    user_id: id,
+                    event: PushEvent::ProvisionPending,
+                    conversation_id: None,
+                })
+                .await?;
+            print_json(serde_json::to_value(&p)?)
+        }
+        Command::Clock(ClockCmd::Advance { conn, secs }) => print_json(serde_json::to_value(
+            &client(&conn)?.advance_clock(secs).await?,
+        )?),
+    }
 }
