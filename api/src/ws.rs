@@ -451,7 +451,9 @@ mod tests {
         let e = next(&mut c).await.unwrap_err();
         assert!(matches!(e, WsError::PongTimeout), "{e:?}");
         let took = started.elapsed();
-        let (cfg, slack) = (fast(), Duration::from_millis(400));
+        // The upper bound only proves the configured deadline is used (the
+        // default would take 25 s); it is loose for loaded machines.
+        let (cfg, slack) = (fast(), Duration::from_secs(3));
         assert!(
             took >= cfg.ping_interval + cfg.pong_deadline - Duration::from_millis(5)
                 && took < cfg.ping_interval + cfg.pong_deadline + slack,
