@@ -144,7 +144,7 @@ where
         prompts.describe()
     );
     // A process a crashed predecessor left running would answer on its own.
-    crate::driver_agent::stop_leftover(&home.dir(), &cfg.claude_bin).await;
+    crate::driver_agent::stop_leftover(&home.dir(), &workdir, &cfg.claude_bin).await;
     let me = login_until_ok(&client, &cfg).await;
     tracing::info!(user = me.id, username = %me.username, "logged in");
 

@@ -110,50 +110,86 @@ impl Agent for DriverAgent {
 /// How long a leftover agent gets after SIGTERM before SIGKILL.
 const LEFTOVER_GRACE: Duration = Duration::from_secs(5);
 
-/// Stop an agent process a previous daemon of this home left behind. Only a
-/// live process-group leader whose command line names `claude_bin`'s file
-/// is touched (a recycled pid is left alone).
-pub async fn stop_leftover(home_dir: &Path, claude_bin: &Path) {
-    let path = home_dir.join(AGENT_PID_FILE);
-    let Some(pid) = std::fs::read_to_string(&path)
-        .ok()
-        .and_then(|s| s.trim().parse::<i32>().ok())
-        .filter(|p| *p > 1)
-    else {
-        return;
-    };
+/// Stop agent processes a previous daemon of this home left behind (a
+/// SIGKILLed daemon cannot stop its child; the child would finish its turn
+/// and answer while the new daemon answers the same message again).
+///
+/// Found two ways: every process whose working directory is the home's
+/// fixed agent directory (Linux, `/proc`; the agent and the commands it runs
+/// all live there and nothing else does), and the pid recorded in
+/// `agent.pid` if it is still a process-group leader whose command line
+/// names `claude_bin`'s file (a recycled pid is left alone). Each one's
+/// process group gets SIGTERM, then SIGKILL after a grace.
+pub async fn stop_leftover(home_dir: &Path, workdir: &Path, claude_bin: &Path) {
     #[cfg(unix)]
     {
         use nix::sys::signal::{Signal, killpg};
         use nix::unistd::{Pid, getpgid};
-        let p = Pid::from_raw(pid);
-        if getpgid(Some(p)).ok() != Some(p) {
+        let own = getpgid(None).ok();
+        let mut groups: Vec<Pid> = processes_in(workdir)
+            .into_iter()
+            .filter_map(|p| getpgid(Some(Pid::from_raw(p))).ok())
+            .filter(|g| Some(*g) != own && g.as_raw() > 1)
+            .collect();
+        if let Some(p) = recorded_agent(home_dir, claude_bin) {
+            groups.push(p);
+        }
+        groups.sort_unstable_by_key(|g| g.as_raw());
+        groups.dedup();
+        if groups.is_empty() {
             return;
         }
-        let name = claude_bin
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let args = std::process::Command::new("ps")
-            .args(["-o", "args=", "-p", &pid.to_string()])
-            .output()
-            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-            .unwrap_or_default();
-        if name.is_empty() || !args.contains(&name) {
-            return;
+        tracing::warn!(groups = ?groups.iter().map(|g| g.as_raw()).collect::<Vec<_>>(), "agent processes of a previous run are still alive; stopping them");
+        for g in &groups {
+            let _ = killpg(*g, Signal::SIGTERM);
         }
-        tracing::warn!(
-            pid,
-            "an agent process of a previous run is still alive; stopping it"
-        );
-        let _ = killpg(p, Signal::SIGTERM);
         let until = tokio::time::Instant::now() + LEFTOVER_GRACE;
         while tokio::time::Instant::now() < until {
-            if getpgid(Some(p)).is_err() {
+            if groups.iter().all(|g| killpg(*g, None).is_err()) {
                 return;
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        let _ = killpg(p, Signal::SIGKILL);
+        for g in &groups {
+            let _ = killpg(*g, Signal::SIGKILL);
+        }
     }
+}
+
+/// Pids whose working directory is `dir` (Linux; elsewhere none).
+fn processes_in(dir: &Path) -> Vec<i32> {
+    let Ok(want) = dir.canonicalize() else {
+        return vec![];
+    };
+    let me = std::process::id() as i32;
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return vec![];
+    };
+    entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| *pid != me)
+        .filter(|pid| std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|cwd| cwd == want))
+        .collect()
+}
+
+#[cfg(unix)]
+fn recorded_agent(home_dir: &Path, claude_bin: &Path) -> Option<nix::unistd::Pid> {
+    use nix::unistd::{Pid, getpgid};
+    let pid = std::fs::read_to_string(home_dir.join(AGENT_PID_FILE))
+        .ok()?
+        .trim()
+        .parse::<i32>()
+        .ok()
+        .filter(|p| *p > 1)?;
+    let p = Pid::from_raw(pid);
+    if getpgid(Some(p)).ok() != Some(p) {
+        return None;
+    }
+    let name = claude_bin.file_name()?.to_string_lossy().into_owned();
+    let args = std::process::Command::new("ps")
+        .args(["-o", "args=", "-p", &pid.to_string()])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    (!name.is_empty() && args.contains(&name)).then_some(p)
 }

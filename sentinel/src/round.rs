@@ -301,7 +301,7 @@ async fn post_to_rooms(ctx: &RoundCtx, wakes: &[Wake], body: &str) {
         match ctx.client.send(w.conversation_id, &msg).await {
             Ok(m) => tracing::info!(
                 conversation = w.conversation_id,
-                message = m.id,
+                message_id = m.id,
                 body,
                 "posted"
             ),

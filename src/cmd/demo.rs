@@ -395,11 +395,14 @@ async fn demo(args: &Args, claude: &Path, found: &str) -> anyhow::Result<ExitCod
         tr.say(
             "card",
             &format!(
-                "#{} {:?} {:?}, lease until {}, tokens in/cached/out = {}/{}/{}",
+                "#{} {:?} {:?}, {}, tokens in/cached/out = {}/{}/{}",
                 c.id,
                 c.title,
                 c.status,
-                c.lease_expires_at.map_or("none".into(), |t| t.to_string()),
+                c.lease_expires_at.map_or("no lease".into(), |t| format!(
+                    "lease renewed by the sentinel (expires in {} s)",
+                    t - hoop_core::clock::now_unix()
+                )),
                 opt(c.tokens_in),
                 opt(c.tokens_cached_in),
                 opt(c.tokens_out)

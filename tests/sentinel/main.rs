@@ -3,6 +3,7 @@
 //! model stand-in, and the reference backend on loopback.
 
 mod harness;
+mod reliability;
 
 use std::time::Duration;
 

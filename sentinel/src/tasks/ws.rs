@@ -85,12 +85,12 @@ fn log_event(ev: &WsEvent, kick: Option<Kick>) {
     match (ev, kick) {
         (WsEvent::MessageNew { message, .. }, Some(_)) => tracing::info!(
             conversation = message.conversation_id,
-            message = message.id,
+            message_id = message.id,
             from = %message.sender_username,
             "🔔 message.new"
         ),
         (WsEvent::MessageNew { message, .. }, None) => {
-            tracing::debug!(message = message.id, "own message dropped")
+            tracing::debug!(message_id = message.id, "own message dropped")
         }
         (WsEvent::TaskRecheck { .. }, _) => tracing::info!("🔔 workroom.task.recheck: full pull"),
         (other, _) => tracing::debug!(event = ?other, "event ignored"),
