@@ -223,6 +223,9 @@ impl WsConnection {
                 None => self.next_ping,
             };
             tokio::select! {
+                // Frames first: a pong that arrived while nobody was polling
+                // must clear the deadline before the timer can judge it.
+                biased;
                 frame = self.stream.next() => {
                     let frame = match frame {
                         None => return Err(WsError::Closed("the stream ended".into())),
@@ -487,6 +490,48 @@ mod tests {
             }
         );
         assert!(pings.load(Ordering::SeqCst) >= 6);
+    }
+
+    #[tokio::test]
+    async fn a_pong_that_arrived_while_nobody_polled_still_counts() {
+        let url = serve(|ws| async move {
+            let (mut tx, mut rx) = ws.split();
+            tx.send(hello()).await.unwrap();
+            let mut pings = 0;
+            while let Some(Ok(m)) = rx.next().await {
+                if let Message::Ping(p) = m {
+                    pings += 1;
+                    // A slow pong: it lands after the caller stopped polling.
+                    tokio::time::sleep(Duration::from_millis(30)).await;
+                    tx.send(Message::Pong(p)).await.unwrap();
+                    if pings == 2 {
+                        tx.send(recheck(3)).await.unwrap();
+                    }
+                }
+            }
+        })
+        .await;
+        let cfg = WsConfig {
+            ping_interval: Duration::from_millis(50),
+            pong_deadline: Duration::from_millis(100),
+            ..quiet()
+        };
+        let mut c = connect_with_token(&url, "good", cfg).await.unwrap();
+        // Poll just long enough to send the first ping, then stop polling
+        // (a busy caller) until well past the pong deadline.
+        assert!(
+            timeout(Duration::from_millis(60), c.next_event())
+                .await
+                .is_err()
+        );
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        // The pong is buffered and the deadline has passed: the pong wins.
+        assert_eq!(
+            next(&mut c).await.unwrap(),
+            WsEvent::TaskRecheck {
+                conversation_id: Some(3)
+            }
+        );
     }
 
     #[tokio::test]
