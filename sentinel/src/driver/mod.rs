@@ -55,6 +55,8 @@ use crate::compaction::{AutoOffEvidence, autocompact_kills, cold_compact_due, wr
 use crate::context;
 use crate::switches::Switches;
 
+/// The CLI's alias for its default model (`--model default`).
+pub const DEFAULT_TURN_MODEL: &str = "default";
 /// Default model for minting a fresh session: the cheapest that works.
 pub const DEFAULT_FRESH_SESSION_MODEL: &str = "haiku";
 /// Between SIGTERM and SIGKILL, and the wait for a process to exit by itself
@@ -133,8 +135,9 @@ pub struct DriverConfig {
     pub permissions: Permissions,
     pub turn_timeout: Duration,
     pub kill_grace: Duration,
-    /// `--model` for turns (`None` = the CLI's default).
-    pub model: Option<String>,
+    /// `--model` for turns. Always passed: a session minted on the small
+    /// model would otherwise stay on it (`--resume` keeps a session's model).
+    pub model: String,
     /// `--model` for minting a fresh session.
     pub fresh_session_model: String,
 }
@@ -149,7 +152,7 @@ impl DriverConfig {
             permissions: Permissions::default(),
             turn_timeout: TURN_TIMEOUT,
             kill_grace: KILL_GRACE,
-            model: None,
+            model: DEFAULT_TURN_MODEL.into(),
             fresh_session_model: DEFAULT_FRESH_SESSION_MODEL.into(),
         }
     }
@@ -195,6 +198,8 @@ pub struct TurnReport {
     pub cold_compacted: bool,
     /// The session was replaced: the retired id file.
     pub blown_session: Option<PathBuf>,
+    /// Why the session was replaced (the first attempt's outcome).
+    pub retried_after: Option<Outcome>,
     /// The auto-off detector wrote `autocompact_auto_off` during this turn.
     pub auto_off_written: bool,
     /// Non-JSON stdout lines skipped.
@@ -214,6 +219,7 @@ impl TurnReport {
             spawned: 0,
             cold_compacted: false,
             blown_session: None,
+            retried_after: None,
             auto_off_written: false,
             garbage_lines: 0,
             elapsed: Duration::ZERO,
@@ -244,7 +250,7 @@ struct SpawnKey {
     session: String,
     preamble: String,
     env: Vec<(String, String)>,
-    model: Option<String>,
+    model: String,
 }
 
 struct Live {
@@ -276,6 +282,12 @@ pub struct Driver {
     warm: bool,
     last_active: std::time::Instant,
     spawns: u64,
+    /// Sessions a process of this driver has run: they exist even before
+    /// the CLI has written their transcript, so they are resumed, never
+    /// created again (`--session-id` on an existing id fails).
+    known_sessions: Vec<String>,
+    /// (session, context size) after this driver's latest turn.
+    last_context: Option<(String, u64)>,
 }
 
 impl Driver {
@@ -286,6 +298,8 @@ impl Driver {
             warm: false,
             last_active: std::time::Instant::now(),
             spawns: 0,
+            known_sessions: Vec::new(),
+            last_context: None,
         }
     }
 
@@ -328,8 +342,31 @@ impl Driver {
         context::context_tokens(&self.transcript_path(&s)?)
     }
 
-    fn spec(&self, preamble: &str, sw: &Switches, session: &str, model: Option<&str>) -> SpawnSpec {
-        let resume = self.transcript_path(session).is_none_or(|p| p.exists());
+    /// The context meter for `session`: this driver's own latest reading
+    /// when it has one for that session, else the transcript's tail.
+    fn meter(&self, session: &str) -> Option<u64> {
+        match &self.last_context {
+            Some((s, c)) if s == session => Some(*c),
+            _ => self
+                .transcript_path(session)
+                .and_then(|p| context::context_tokens(&p)),
+        }
+    }
+
+    fn note_session(&mut self, log: &TurnLog) {
+        if let Some(s) = &log.session_id
+            && !self.known_sessions.contains(s)
+        {
+            self.known_sessions.push(s.clone());
+        }
+        if let (Some(s), Some(c)) = (&log.session_id, log.context_after) {
+            self.last_context = Some((s.clone(), c));
+        }
+    }
+
+    fn spec(&self, preamble: &str, sw: &Switches, session: &str, model: &str) -> SpawnSpec {
+        let resume = self.known_sessions.iter().any(|s| s == session)
+            || self.transcript_path(session).is_none_or(|p| p.exists());
         let mut args: Vec<String> = [
             "-p",
             "--input-format",
@@ -346,9 +383,7 @@ impl Driver {
         } else {
             args.push(format!("--session-id={session}"));
         }
-        if let Some(m) = model {
-            args.push(format!("--model={m}"));
-        }
+        args.push(format!("--model={model}"));
         args.extend(self.cfg.permissions.args());
         if !preamble.is_empty() {
             args.push(format!("--append-system-prompt={preamble}"));
@@ -434,9 +469,7 @@ impl Driver {
                 return report;
             }
         };
-        let ctx_before = self
-            .transcript_path(&session)
-            .and_then(|p| context::context_tokens(&p));
+        let ctx_before = self.meter(&session);
         // Before the turn: a ceiling already below the context.
         let before = AutoOffEvidence {
             ceiling: sw.ceiling(),
@@ -455,9 +488,11 @@ impl Driver {
                 &mut report,
             )
             .await;
+        self.note_session(&attempt.log);
         if attempt.outcome.needs_fresh_session() {
             tracing::warn!(home = %self.cfg.home.name, outcome = ?attempt.outcome, "session retired; minting a fresh one and retrying the turn");
             self.stop_live().await;
+            report.retried_after = Some(attempt.outcome.clone());
             match session::blow(&self.cfg.home, unix_now()) {
                 Ok(b) => report.blown_session = b,
                 Err(e) => tracing::warn!(error = %e, "cannot retire session.id"),
@@ -484,6 +519,7 @@ impl Driver {
         };
         self.detect_auto_off(&mut sw, &after, &mut report);
 
+        self.note_session(&attempt.log);
         let result = attempt.log.result.as_ref();
         let usage = result
             .and_then(|r| Usage::from_json(&r["usage"]))
@@ -533,7 +569,7 @@ impl Driver {
             log: TurnLog::default(),
             exit: None,
         };
-        let spec = self.spec(preamble, sw, session, self.cfg.model.as_deref());
+        let spec = self.spec(preamble, sw, session, &self.cfg.model);
         let key = self.key(preamble, sw, session);
         let cold = !self.warm && cold_compact_due(ctx_before, sw.cold_compact);
         if sw.persist {
@@ -682,6 +718,7 @@ impl Driver {
             Ok(()) => live.proc.read_turn(&mut log, deadline).await,
             Err(_) => ReadEnd::Eof,
         };
+        self.note_session(&log);
         if end == ReadEnd::Result {
             let ok = log.result.as_ref().and_then(|r| r["is_error"].as_bool()) == Some(false);
             tracing::info!(home = %self.cfg.home.name, ok, "cold start: compacted before the first turn");
@@ -695,7 +732,7 @@ impl Driver {
     async fn mint(&mut self, sw: &Switches, report: &mut TurnReport) -> Result<String, Outcome> {
         let id = session::new_id();
         let model = self.cfg.fresh_session_model.clone();
-        let spec = self.spec("", sw, &id, Some(&model));
+        let spec = self.spec("", sw, &id, &model);
         let mut proc = self.spawn(&spec, report)?;
         let deadline = Instant::now() + self.cfg.turn_timeout;
         let mut log = TurnLog::default();
@@ -716,6 +753,7 @@ impl Driver {
         };
         let stderr = proc.stderr_text();
         report.garbage_lines += log.garbage_lines;
+        self.note_session(&log);
         let outcome = classify(&Evidence {
             exit,
             result: log.result.as_ref(),

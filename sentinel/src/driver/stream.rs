@@ -2,6 +2,7 @@
 //! that is not a JSON object is [`Line::Garbage`]: logged and skipped by the
 //! driver, never a panic.
 
+use hoop_core::transcript::Usage;
 use serde_json::Value;
 
 /// What one stdout line is.
@@ -25,6 +26,8 @@ pub enum Line {
         text: String,
         tool_use: bool,
         error: Option<String>,
+        /// The context size the call reported (`None` on synthetic lines).
+        context: Option<u64>,
     },
     /// A subscription rate-limit event; `rejected` when the limit is hit.
     RateLimit { rejected: bool },
@@ -68,10 +71,19 @@ pub fn parse_line(line: &str) -> Line {
                 })
                 .unwrap_or_default();
             let tool_use = blocks.is_some_and(|b| b.iter().any(|x| x["type"] == "tool_use"));
+            let error = v["error"].as_str().map(str::to_string);
+            let context = if error.is_some() {
+                None
+            } else {
+                Usage::from_json(&v["message"]["usage"])
+                    .filter(|u| !u.is_zero())
+                    .map(|u| u.context_tokens())
+            };
             Line::Assistant {
                 text,
                 tool_use,
-                error: v["error"].as_str().map(str::to_string),
+                error,
+                context,
             }
         }
         (Some("rate_limit_event"), _) => Line::RateLimit {
@@ -97,6 +109,10 @@ pub struct TurnLog {
     pub rate_limit_rejected: bool,
     pub garbage_lines: u32,
     pub lines: u32,
+    /// The session's context after the turn as its lines told it: the
+    /// latest call's usage, or a compaction's post-size (`None` = unknown).
+    /// The transcript says the same but may be written a moment later.
+    pub context_after: Option<u64>,
 }
 
 impl TurnLog {
@@ -116,7 +132,8 @@ impl TurnLog {
                 self.result = Some(v);
                 return true;
             }
-            Line::CompactBoundary { auto, .. } => {
+            Line::CompactBoundary { auto, post_tokens } => {
+                self.context_after = post_tokens;
                 if auto {
                     self.auto_compacts += 1;
                 } else {
@@ -132,7 +149,11 @@ impl TurnLog {
                 text,
                 tool_use,
                 error,
+                context,
             } => {
+                if context.is_some() {
+                    self.context_after = context;
+                }
                 if error.is_some() {
                     self.assistant_error = error;
                 } else {
@@ -204,6 +225,7 @@ mod tests {
                     text: "hi".into(),
                     tool_use: true,
                     error: None,
+                    context: None,
                 },
             ),
             (
@@ -212,6 +234,7 @@ mod tests {
                     text: "Invalid API key".into(),
                     tool_use: false,
                     error: Some("authentication_failed".into()),
+                    context: None,
                 },
             ),
             (
@@ -236,7 +259,7 @@ mod tests {
             "garbage",
             r#"{"type":"system","subtype":"init","session_id":"s"}"#,
             r#"{"type":"system","subtype":"compact_boundary","compact_metadata":{"trigger":"auto"}}"#,
-            r#"{"type":"assistant","message":{"content":[{"type":"text","text":"a"}]}}"#,
+            r#"{"type":"assistant","message":{"content":[{"type":"text","text":"a"}],"usage":{"input_tokens":10,"cache_read_input_tokens":440000,"output_tokens":1}}}"#,
         ] {
             assert!(!log.push(parse_line(l)));
         }
@@ -245,6 +268,7 @@ mod tests {
         )));
         assert_eq!(log.garbage_lines, 1);
         assert_eq!(log.auto_compacts, 1);
+        assert_eq!(log.context_after, Some(440_011), "the latest call's usage");
         assert_eq!(log.session_id.as_deref(), Some("s"));
         assert!(!log.is_empty_turn());
         let mut empty = TurnLog::default();

@@ -1,0 +1,588 @@
+//! The sentinel's driver of the real `claude` CLI, pointed at the model-API
+//! stand-in on loopback. Every test runs the real binary (HOOP_CLAUDE_BIN;
+//! the suite fails loudly without it) except the garbage-output and crash
+//! cases, which the real CLI cannot produce and which use a tiny fake
+//! `claude` script (each such test says so).
+
+mod rig;
+
+use std::time::Duration;
+
+use hoop_sentinel::driver::{Outcome, Permissions};
+use hoop_sentinel::switches;
+use hoop_standin::{Reply, Usage, UsageScript};
+use rig::Rig;
+
+const PREAMBLE: &str = "PREAMBLE-MARKER: you are the hoop sentinel of this home.";
+
+fn msg(s: &str) -> String {
+    format!("📬 本轮指令\n{s}")
+}
+
+#[tokio::test]
+async fn two_turns_share_one_persistent_process() {
+    let rig = Rig::new().await;
+    let mut d = rig.driver();
+    let r1 = d
+        .run_turn(PREAMBLE, &msg("first turn: remember PINEAPPLE"))
+        .await;
+    assert_eq!(r1.outcome, Outcome::Ok, "{r1:?}");
+    let pid = d
+        .pid()
+        .expect("a persistent process stays up after the turn");
+    let r2 = d.run_turn(PREAMBLE, &msg("second turn: which word?")).await;
+    assert_eq!(r2.outcome, Outcome::Ok, "{r2:?}");
+    assert_eq!(d.spawns(), 1, "both turns ran in one process");
+    assert_eq!(d.pid(), Some(pid));
+    assert_eq!((r1.spawned, r2.spawned), (1, 0));
+    let reqs = rig.standin.requests();
+    assert_eq!(reqs.len(), 2);
+    // The second request carries the first turn, and the preamble sits at
+    // the end of the third system block.
+    assert!(reqs[1].messages_contain("remember PINEAPPLE"));
+    assert!(reqs[1].last_user_text().contains("which word?"));
+    let system = reqs[1].system_blocks();
+    assert_eq!(system.len(), 3, "{system:?}");
+    assert!(
+        system[2].ends_with(PREAMBLE),
+        "{:?}",
+        &system[2][system[2].len().saturating_sub(200)..]
+    );
+    // The session is recorded and is the one the CLI used.
+    let sid = d.session_id().expect("session.id written");
+    assert_eq!(r1.session_id.as_deref(), Some(sid.as_str()));
+    assert_eq!(r2.session_id.as_deref(), Some(sid.as_str()));
+    assert_eq!(
+        reqs[0].header("x-claude-code-session-id"),
+        Some(sid.as_str())
+    );
+    assert_eq!(
+        r2.text.as_deref(),
+        Some("reply #2 (request carried 4 messages)")
+    );
+    d.stop().await;
+    assert!(!d.is_hot());
+    rig.done().await;
+}
+
+#[tokio::test]
+async fn per_turn_mode_spawns_one_process_per_turn_and_resumes() {
+    let rig = Rig::new().await;
+    rig.switch(switches::PERSIST, "off\n");
+    let mut d = rig.driver();
+    let r1 = d.run_turn(PREAMBLE, &msg("first: remember MANGO")).await;
+    assert_eq!(r1.outcome, Outcome::Ok, "{r1:?}");
+    assert!(!d.is_hot(), "no process outlives a per-turn turn");
+    let r2 = d.run_turn(PREAMBLE, &msg("second: which fruit?")).await;
+    assert_eq!(r2.outcome, Outcome::Ok, "{r2:?}");
+    assert_eq!(d.spawns(), 2);
+    assert_eq!(r2.exit.map(|e| e.code()), Some(0));
+    let reqs = rig.standin.requests();
+    assert!(
+        reqs[1].messages_contain("remember MANGO"),
+        "--resume carried the first turn"
+    );
+    assert_eq!(r1.session_id, r2.session_id);
+    // Per-turn mode asks for the 5-minute cache by default.
+    assert!(
+        reqs.iter()
+            .all(|r| r.cache_controls().iter().all(|c| c.get("ttl").is_none()))
+    );
+    rig.done().await;
+}
+
+#[tokio::test]
+async fn persistent_mode_asks_for_the_one_hour_cache_and_the_switch_is_read_per_turn() {
+    let rig = Rig::new().await;
+    let mut d = rig.driver();
+    assert_eq!(d.run_turn(PREAMBLE, &msg("one")).await.outcome, Outcome::Ok);
+    let first = rig.standin.requests();
+    assert!(!first[0].cache_controls().is_empty());
+    assert!(
+        first[0].cache_controls().iter().all(|c| c["ttl"] == "1h"),
+        "{:?}",
+        first[0].cache_controls()
+    );
+    // Flip cache_ttl: the next turn restarts the process with the new env.
+    rig.switch(switches::CACHE_TTL, "5m");
+    assert_eq!(d.run_turn(PREAMBLE, &msg("two")).await.outcome, Outcome::Ok);
+    assert_eq!(
+        d.spawns(),
+        2,
+        "an env-affecting switch restarts the process at the turn boundary"
+    );
+    let reqs = rig.standin.requests();
+    assert!(
+        reqs[1]
+            .cache_controls()
+            .iter()
+            .all(|c| c.get("ttl").is_none())
+    );
+    assert!(
+        reqs[1].messages_contain("one"),
+        "the restart resumed the same session"
+    );
+    // persist off → this turn runs in its own process and none stays up.
+    rig.switch(switches::PERSIST, "off");
+    assert_eq!(
+        d.run_turn(PREAMBLE, &msg("three")).await.outcome,
+        Outcome::Ok
+    );
+    assert!(!d.is_hot());
+    assert_eq!(d.spawns(), 3);
+    // persist back on → a persistent process again.
+    std::fs::remove_file(rig.home.switch_path(switches::PERSIST)).unwrap();
+    assert_eq!(
+        d.run_turn(PREAMBLE, &msg("four")).await.outcome,
+        Outcome::Ok
+    );
+    assert!(d.is_hot());
+    assert_eq!(
+        d.run_turn(PREAMBLE, &msg("five")).await.outcome,
+        Outcome::Ok
+    );
+    assert_eq!(d.spawns(), 4);
+    d.stop().await;
+    rig.done().await;
+}
+
+#[tokio::test]
+async fn a_changed_preamble_restarts_the_process_an_unchanged_one_does_not() {
+    let rig = Rig::new().await;
+    let mut d = rig.driver();
+    for _ in 0..2 {
+        assert_eq!(
+            d.run_turn(PREAMBLE, &msg("same")).await.outcome,
+            Outcome::Ok
+        );
+    }
+    assert_eq!(d.spawns(), 1);
+    assert_eq!(
+        d.run_turn("OTHER-PREAMBLE", &msg("changed")).await.outcome,
+        Outcome::Ok
+    );
+    assert_eq!(d.spawns(), 2);
+    let reqs = rig.standin.requests();
+    assert!(reqs[2].system_blocks()[2].ends_with("OTHER-PREAMBLE"));
+    d.stop().await;
+    rig.done().await;
+}
+
+#[tokio::test]
+async fn api_errors_are_judged_by_is_error_and_only_auth_is_death() {
+    let rig = Rig::new().await;
+    let mut d = rig.driver();
+    rig.standin.push(Reply::auth_error());
+    rig.standin.push(Reply::rate_limited(None));
+    rig.standin.push(Reply::overloaded());
+    rig.standin.push(Reply::server_error());
+    let r = d.run_turn(PREAMBLE, &msg("a")).await;
+    assert!(matches!(r.outcome, Outcome::AuthDead { .. }), "401: {r:?}");
+    assert!(r.text.as_deref().unwrap_or("").contains("Invalid API key"));
+    assert_eq!(
+        r.usage, None,
+        "an error result's zeros are not a measurement"
+    );
+    assert_eq!(r.tokens.tokens_in, None);
+    for name in ["429", "529", "500"] {
+        let r = d.run_turn(PREAMBLE, &msg(name)).await;
+        assert!(matches!(r.outcome, Outcome::Failed { .. }), "{name}: {r:?}");
+    }
+    // The process survived every error turn (the CLI ends the turn, not itself).
+    assert_eq!(d.spawns(), 1);
+    let ok = d.run_turn(PREAMBLE, &msg("fine now")).await;
+    assert_eq!(ok.outcome, Outcome::Ok);
+    assert_eq!(
+        rig.standin.request_count(),
+        5,
+        "CLAUDE_CODE_MAX_RETRIES=0: one request per turn"
+    );
+    d.stop().await;
+    rig.done().await;
+}
+
+#[tokio::test]
+async fn prompt_too_long_retires_the_session_mints_a_fresh_one_and_retries() {
+    let rig = Rig::new().await;
+    let mut d = rig.driver();
+    rig.standin.push(Reply::prompt_too_long());
+    rig.standin.push(Reply::text("OK"));
+    rig.standin
+        .push(Reply::text("answered on the fresh session"));
+    let r = d.run_turn(PREAMBLE, &msg("big question")).await;
+    assert_eq!(r.outcome, Outcome::Ok, "{r:?}");
+    assert_eq!(r.text.as_deref(), Some("answered on the fresh session"));
+    let blown = r.blown_session.clone().expect("old id retired");
+    assert!(
+        blown
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("session.id.blown-")
+    );
+    let old = std::fs::read_to_string(&blown).unwrap().trim().to_string();
+    let new = d.session_id().unwrap();
+    assert_ne!(old, new);
+    assert_eq!(r.session_id.as_deref(), Some(new.as_str()));
+    let reqs = rig.standin.requests();
+    assert_eq!(reqs.len(), 3);
+    assert!(
+        reqs[1].body["model"].as_str().unwrap().contains("haiku"),
+        "minted on the small model"
+    );
+    assert!(
+        !reqs[2].body["model"].as_str().unwrap().contains("haiku"),
+        "the turn runs on the normal model"
+    );
+    assert_eq!(
+        reqs[2].header("x-claude-code-session-id"),
+        Some(new.as_str())
+    );
+    assert!(reqs[2].last_user_text().contains("big question"));
+    assert_eq!(r.spawned, 3, "turn, mint, retried turn");
+    d.stop().await;
+    rig.done().await;
+}
+
+#[tokio::test]
+async fn an_unknown_session_is_replaced_and_the_turn_retried() {
+    let rig = Rig::new().await;
+    let d0 = rig.driver();
+    // A recorded id whose transcript file exists (so the driver resumes it)
+    // but holds no conversation: the CLI says "No conversation found".
+    let ghost = "33333333-2222-4333-8444-555555555555";
+    std::fs::write(rig.home.session_id_path(), ghost).unwrap();
+    let t = d0.transcript_path(ghost).unwrap();
+    std::fs::create_dir_all(t.parent().unwrap()).unwrap();
+    std::fs::write(&t, "").unwrap();
+    let mut d = rig.driver();
+    let r = d.run_turn(PREAMBLE, &msg("hello")).await;
+    assert_eq!(r.outcome, Outcome::Ok, "{r:?}");
+    assert!(r.blown_session.is_some());
+    assert_ne!(d.session_id().as_deref(), Some(ghost));
+    // No request was made for the ghost: mint + the retried turn.
+    assert_eq!(rig.standin.request_count(), 2);
+    d.stop().await;
+    rig.done().await;
+}
+
+#[tokio::test]
+async fn a_usage_limit_is_neither_death_nor_failure() {
+    let rig = Rig::new().await;
+    let mut cfg = rig.config();
+    // The limit texts only appear for subscription logins: a (fake) OAuth
+    // token instead of an API key.
+    cfg.env.retain(|(k, _)| k != "ANTHROPIC_API_KEY");
+    cfg.env
+        .push(("CLAUDE_CODE_OAUTH_TOKEN".into(), "sk-ant-oat01-test".into()));
+    let mut d = hoop_sentinel::driver::Driver::new(cfg);
+    rig.standin.push(Reply::usage_limit(4_102_444_800));
+    let r = d.run_turn(PREAMBLE, &msg("hello")).await;
+    match &r.outcome {
+        Outcome::UsageLimit { text } => assert!(text.contains("limit"), "{text}"),
+        other => panic!("expected a usage limit, got {other:?}"),
+    }
+    d.stop().await;
+    rig.done().await;
+}
+
+#[tokio::test]
+async fn a_timed_out_turn_is_a_timeout_and_the_process_is_gone() {
+    let rig = Rig::new().await;
+    let mut cfg = rig.config();
+    cfg.turn_timeout = Duration::from_secs(4);
+    let mut d = hoop_sentinel::driver::Driver::new(cfg);
+    // Warm up first so the deadline is spent on the hung call, not on start.
+    assert_eq!(
+        d.run_turn(PREAMBLE, &msg("warm")).await.outcome,
+        Outcome::Ok
+    );
+    let pid = d.pid().unwrap();
+    rig.standin
+        .push(Reply::text("too late").delayed(Duration::from_secs(120)));
+    let r = d.run_turn(PREAMBLE, &msg("slow")).await;
+    assert_eq!(r.outcome, Outcome::Timeout, "{r:?}");
+    assert!(r.elapsed < Duration::from_secs(30), "{:?}", r.elapsed);
+    assert!(!d.is_hot());
+    assert!(
+        rig::eventually(Duration::from_secs(10), || !rig::alive(pid)).await,
+        "process {pid} still alive"
+    );
+    // The next turn starts a new process and works.
+    assert_eq!(
+        d.run_turn(PREAMBLE, &msg("again")).await.outcome,
+        Outcome::Ok
+    );
+    assert_eq!(d.spawns(), 2);
+    d.stop().await;
+    rig.done().await;
+}
+
+#[tokio::test]
+async fn usage_numbers_per_turn_are_the_model_apis_numbers() {
+    let rig = Rig::new().await;
+    let mut d = rig.driver();
+    rig.standin.set_usage(UsageScript::Fixed(Usage {
+        input_tokens: 1234,
+        cache_creation_input_tokens: 200,
+        cache_read_input_tokens: 3000,
+        output_tokens: 56,
+    }));
+    let r = d.run_turn(PREAMBLE, &msg("count me")).await;
+    assert_eq!(r.outcome, Outcome::Ok);
+    assert_eq!(r.tokens.tokens_in, Some(1234));
+    assert_eq!(r.tokens.tokens_cached_in, Some(3200));
+    assert_eq!(r.tokens.tokens_out, Some(56));
+    // A tool loop: the turn's usage is the sum of its two calls.
+    rig.standin.push(Reply::bash("true", "done"));
+    let r = d.run_turn(PREAMBLE, &msg("two calls")).await;
+    assert_eq!(r.outcome, Outcome::Ok, "{r:?}");
+    assert_eq!(r.tokens.tokens_in, Some(2468));
+    assert_eq!(r.tokens.tokens_out, Some(112));
+    d.stop().await;
+    rig.done().await;
+}
+
+#[tokio::test]
+async fn the_agent_can_run_bash_commands() {
+    let rig = Rig::new().await;
+    let mut d = rig.driver();
+    rig.standin
+        .push(Reply::bash("echo ran > bash-ran.txt", "ran it"));
+    let r = d.run_turn(PREAMBLE, &msg("run it")).await;
+    assert_eq!(r.outcome, Outcome::Ok, "{r:?}");
+    assert_eq!(r.text.as_deref(), Some("ran it"));
+    let out = std::fs::read_to_string(rig.home.workdir().join("bash-ran.txt")).unwrap();
+    assert_eq!(out.trim(), "ran");
+    d.stop().await;
+    rig.done().await;
+}
+
+#[tokio::test]
+async fn explicit_allowed_tools_also_let_the_agent_run_its_command() {
+    let rig = Rig::new().await;
+    let mut cfg = rig.config();
+    cfg.permissions = Permissions::allowing(["Bash(echo:*)"]);
+    let mut d = hoop_sentinel::driver::Driver::new(cfg);
+    rig.standin.push(Reply::bash("echo allowed-marker", "done"));
+    let r = d.run_turn(PREAMBLE, &msg("run it")).await;
+    assert_eq!(r.outcome, Outcome::Ok, "{r:?}");
+    let follow = &rig.standin.requests()[1];
+    assert!(follow.carries_tool_result());
+    assert!(
+        follow.last_user_text().contains("allowed-marker"),
+        "{}",
+        follow.last_user_text()
+    );
+    d.stop().await;
+    rig.done().await;
+}
+
+#[tokio::test]
+async fn a_user_message_starting_with_a_dash_is_refused_before_any_process() {
+    let rig = Rig::new().await;
+    let mut d = rig.driver();
+    let r = d.run_turn(PREAMBLE, "--help me").await;
+    assert!(matches!(r.outcome, Outcome::Failed { .. }));
+    assert_eq!(d.spawns(), 0);
+    assert_eq!(rig.standin.request_count(), 0);
+    rig.done().await;
+}
+
+/// A context of 450k tokens as the CLI records it in the transcript.
+fn big() -> Usage {
+    Usage {
+        input_tokens: 50_000,
+        cache_creation_input_tokens: 0,
+        cache_read_input_tokens: 400_000,
+        output_tokens: 10,
+    }
+}
+
+#[tokio::test]
+async fn cold_start_compacts_a_big_session_first_and_never_while_hot() {
+    let rig = Rig::new().await;
+    let mut d = rig.driver();
+    rig.standin.push(Reply::text("big one").with_usage(big()));
+    rig.standin.push(Reply::text("still big").with_usage(big()));
+    let r1 = d.run_turn(PREAMBLE, &msg("one")).await;
+    assert!(!r1.cold_compacted, "a new session has nothing to compact");
+    let r2 = d.run_turn(PREAMBLE, &msg("two")).await;
+    assert_eq!(r2.outcome, Outcome::Ok);
+    assert!(!r2.cold_compacted, "hot: never compact");
+    assert!(
+        rig.standin
+            .requests()
+            .iter()
+            .all(|r| !r.is_summary_request())
+    );
+    d.stop().await;
+    assert!(
+        d.context_tokens().unwrap() >= 400_000,
+        "meter: {:?}",
+        d.context_tokens()
+    );
+
+    // A new (cold) driver on the same home: /compact goes first.
+    let before = rig.standin.request_count();
+    let mut cold = rig.driver();
+    let r3 = cold.run_turn(PREAMBLE, &msg("three")).await;
+    assert_eq!(r3.outcome, Outcome::Ok, "{r3:?}");
+    assert!(r3.cold_compacted);
+    let reqs = rig.standin.requests();
+    assert!(
+        reqs[before].is_summary_request(),
+        "the first request after a cold start is the summary"
+    );
+    assert!(reqs[before + 1].last_user_text().contains("three"));
+    // Hot again: even a big context is left alone.
+    rig.standin.push(Reply::text("big again").with_usage(big()));
+    cold.run_turn(PREAMBLE, &msg("four")).await;
+    let n = rig.standin.request_count();
+    cold.run_turn(PREAMBLE, &msg("five")).await;
+    assert!(
+        rig.standin.requests()[n..]
+            .iter()
+            .all(|r| !r.is_summary_request())
+    );
+    cold.stop().await;
+    rig.done().await;
+}
+
+#[tokio::test]
+async fn cold_compaction_follows_its_switch_file() {
+    let rig = Rig::new().await;
+    let mut d = rig.driver();
+    rig.standin.push(Reply::text("big one").with_usage(big()));
+    d.run_turn(PREAMBLE, &msg("one")).await;
+    d.stop().await;
+    rig.switch(switches::COLD_COMPACT, "off");
+    let mut d = rig.driver();
+    let r = d.run_turn(PREAMBLE, &msg("two")).await;
+    assert!(!r.cold_compacted);
+    d.stop().await;
+    rig.switch(switches::COLD_COMPACT, "500000");
+    let mut d = rig.driver();
+    assert!(
+        !d.run_turn(PREAMBLE, &msg("three")).await.cold_compacted,
+        "450k < 500k"
+    );
+    d.stop().await;
+    assert!(
+        rig.standin
+            .requests()
+            .iter()
+            .all(|r| !r.is_summary_request())
+    );
+    rig.done().await;
+}
+
+#[tokio::test]
+async fn a_ceiling_below_the_real_context_turns_autocompact_off() {
+    let rig = Rig::new().await;
+    rig.switch(switches::AUTOCOMPACT, "200000");
+    rig.switch(switches::COLD_COMPACT, "off");
+    let mut d = rig.driver();
+    rig.standin.push(Reply::text("big one").with_usage(big()));
+    let r1 = d.run_turn(PREAMBLE, &msg("one")).await;
+    assert!(!r1.auto_off_written);
+    let r2 = d.run_turn(PREAMBLE, &msg("two")).await;
+    assert!(r2.auto_off_written, "{r2:?}");
+    assert_eq!(r2.outcome, Outcome::Ok);
+    let off =
+        std::fs::read_to_string(rig.home.switch_path(switches::AUTOCOMPACT_AUTO_OFF)).unwrap();
+    assert!(off.contains("200000"), "{off}");
+    // With the ceiling in force the CLI would have compacted before turn two;
+    // with autocompact off it did not.
+    assert!(
+        rig.standin
+            .requests()
+            .iter()
+            .all(|r| !r.is_summary_request())
+    );
+    assert_eq!(
+        d.spawns(),
+        2,
+        "the env change restarted the process: {r2:?}"
+    );
+    d.stop().await;
+    rig.done().await;
+}
+
+#[tokio::test]
+async fn compact_and_stop_compacts_then_ends_the_process() {
+    let rig = Rig::new().await;
+    let mut d = rig.driver();
+    d.run_turn(PREAMBLE, &msg("one")).await;
+    d.run_turn(PREAMBLE, &msg("two")).await;
+    let pid = d.pid().unwrap();
+    assert_eq!(d.compact_and_stop().await, Some(Outcome::Ok));
+    assert!(!d.is_hot());
+    assert!(rig.standin.requests().last().unwrap().is_summary_request());
+    assert!(rig::eventually(Duration::from_secs(10), || !rig::alive(pid)).await);
+    assert_eq!(
+        d.compact_and_stop().await,
+        None,
+        "nothing to compact when no process runs"
+    );
+    rig.done().await;
+}
+
+// ---- fake CLI: only for output the real CLI cannot produce ----
+
+fn fake_claude(rig: &Rig, body: &str) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let p = rig.dir.path().join("fake-claude");
+    std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    p
+}
+
+#[tokio::test]
+async fn garbage_stdout_lines_are_skipped() {
+    // The real CLI never prints non-JSON on stdout in stream-json mode; a
+    // fake one does, to prove such lines are logged and skipped.
+    let rig = Rig::new().await;
+    let bin = fake_claude(
+        &rig,
+        r#"while read line; do
+  echo 'this is not json'
+  printf '\000\377 binary junk\n'
+  echo '{"type":"system","subtype":"init","session_id":"s"}'
+  echo '[1,2,3]'
+  echo '{"type":"result","subtype":"success","is_error":false,"result":"fine","session_id":"s","usage":{"input_tokens":5,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":2}}'
+done"#,
+    );
+    let mut d = hoop_sentinel::driver::Driver::new(rig.config_with(bin));
+    let r = d.run_turn(PREAMBLE, &msg("hi")).await;
+    assert_eq!(r.outcome, Outcome::Ok, "{r:?}");
+    assert_eq!(r.garbage_lines, 3);
+    assert_eq!(r.tokens.tokens_in, Some(5));
+    assert_eq!(r.text.as_deref(), Some("fine"));
+    d.stop().await;
+    rig.done().await;
+}
+
+#[tokio::test]
+async fn a_crash_mid_turn_is_a_failure_with_its_exit_code() {
+    // The real CLI does not crash on demand; a fake one exits mid-turn.
+    let rig = Rig::new().await;
+    let bin = fake_claude(
+        &rig,
+        r#"read line
+echo '{"type":"system","subtype":"init","session_id":"s"}'
+echo 'partial output then death' >&2
+exit 3"#,
+    );
+    let mut d = hoop_sentinel::driver::Driver::new(rig.config_with(bin));
+    let r = d.run_turn(PREAMBLE, &msg("hi")).await;
+    match &r.outcome {
+        Outcome::Failed { reason } => assert!(reason.contains("exited 3"), "{reason}"),
+        other => panic!("expected a failure, got {other:?}"),
+    }
+    assert_eq!(r.exit.map(|e| e.code()), Some(3));
+    assert_eq!(r.usage, None);
+    assert_eq!(r.tokens.tokens_out, None, "unknown is None, never 0");
+    assert!(!d.is_hot());
+    rig.done().await;
+}
