@@ -301,6 +301,11 @@ async fn demo(args: &Args, claude: &Path, found: &str) -> anyhow::Result<ExitCod
         Default::default(),
     )?;
     let mut env = serde_json::Map::new();
+    // The CLI keeps scratch files under TMPDIR: inside the demo's root, so
+    // they go when it goes.
+    let scratch = root.path().join("tmp");
+    std::fs::create_dir_all(&scratch)?;
+    env.insert("TMPDIR".into(), scratch.display().to_string().into());
     if let Some(s) = &standin {
         for (k, v) in s.claude_env() {
             env.insert(k, v.into());
