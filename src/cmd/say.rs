@@ -10,10 +10,10 @@
 //!   Unread ones (without `--anyway`) are printed, the watermark moves to the
 //!   newest message read, and nothing is sent (exit 2): the next `hoop say`
 //!   goes through unless something new arrived meanwhile.
-//! - A send carries `expect_latest_id` = the newest message read, so a
-//!   message that lands between the read and the send is refused by the
-//!   backend (409 `gap`); its unread messages are printed, the watermark
-//!   moves to the backend's newest id, exit 2.
+//! - A send carries `expect_latest_id` = the newest message read (0 when
+//!   the room was empty), so a message that lands between the read and the
+//!   send is refused by the backend (409 `gap`); its unread messages are
+//!   printed, the watermark moves to the backend's newest id, exit 2.
 //! - After a successful normal send the watermark moves to the sent
 //!   message's id: the backend accepted `expect_latest_id`, so nothing else
 //!   is newer than what was read.
@@ -43,6 +43,9 @@ use hoop_core::gates::{self, SendKind};
 use hoop_core::home::Home;
 use hoop_core::limits::{REST_BODY_CAP_BYTES, SAY_GAP_WINDOW, SEND_RATE_PER_MIN};
 
+/// `expect_latest_id` of a send into a room that had no message: message
+/// ids are positive, so the backend's gap check sees any message as newer.
+pub const EMPTY_ROOM: MessageId = 0;
 /// Exit code: unread messages were printed, or a gate refused.
 pub const EXIT_GATED: u8 = 2;
 /// The largest image file accepted: its base64 (4/3 larger) plus the JSON
@@ -106,8 +109,9 @@ fn parse_mention(s: &str) -> Result<Mention, String> {
 /// What the gap gate says about the newest messages.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum GapVerdict {
-    /// Send, expecting this newest id (`None`: the room is empty).
-    Clear { expect_latest_id: Option<MessageId> },
+    /// Send, expecting this newest id ([`EMPTY_ROOM`] when the room had no
+    /// message: ids are positive, so any message at all is newer).
+    Clear { expect_latest_id: MessageId },
     /// Show these (newest first) and do not send. `more` = unread messages
     /// older than the window may exist.
     Unread {
@@ -143,7 +147,7 @@ pub fn gap_verdict(
             }
         }
         _ => GapVerdict::Clear {
-            expect_latest_id: newest,
+            expect_latest_id: newest.unwrap_or(EMPTY_ROOM),
         },
     }
 }
@@ -325,7 +329,7 @@ async fn send(req: &Request, seen_path: &Path) -> anyhow::Result<Sent> {
                     unread.len()
                 )));
             }
-            GapVerdict::Clear { expect_latest_id } => expect_latest_id,
+            GapVerdict::Clear { expect_latest_id } => Some(expect_latest_id),
         }
     };
 
@@ -426,7 +430,7 @@ mod tests {
                 assert_eq!(
                     v,
                     GapVerdict::Clear {
-                        expect_latest_id: *expect
+                        expect_latest_id: expect.unwrap()
                     }
                 );
             }
@@ -436,14 +440,14 @@ mod tests {
         assert_eq!(
             gap_verdict(&own, false, Some(7), ME, false),
             GapVerdict::Clear {
-                expect_latest_id: Some(9)
+                expect_latest_id: 9
             }
         );
-        // An empty room: clear, nothing to expect.
+        // An empty room: clear, and any message at all is newer than 0.
         assert_eq!(
             gap_verdict(&[], false, None, ME, false),
             GapVerdict::Clear {
-                expect_latest_id: None
+                expect_latest_id: EMPTY_ROOM
             }
         );
     }
