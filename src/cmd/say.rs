@@ -55,7 +55,13 @@ pub const MAX_IMAGE_BYTES: usize = REST_BODY_CAP_BYTES / 4 * 3 - 64 * 1024;
 /// largest body, plus one so an over-long body is caught by the cap gate.
 const STDIN_CAP_BYTES: u64 = (hoop_core::limits::MAX_BODY_CHARS as u64) * 4 + 1;
 
+/// Shown under `--help` of both commands.
+const EXIT_HELP: &str = "Exit codes: 0 sent; 2 not sent: unread messages were printed (read them, then \
+send again), or a gate refused (markdown, the 65,536-character cap, an empty body, the rate \
+limit); 1 any other error.";
+
 #[derive(clap::Args, Debug)]
+#[command(after_help = EXIT_HELP)]
 pub struct Args {
     /// The home (account) to post as.
     #[arg(long)]
@@ -77,6 +83,7 @@ pub struct Args {
 }
 
 #[derive(clap::Args, Debug)]
+#[command(after_help = EXIT_HELP)]
 pub struct ImageArgs {
     /// The home (account) to post as.
     #[arg(long)]
