@@ -171,3 +171,48 @@ async fn an_unknown_card_is_not_found() {
         Err(Error::NotFound { .. })
     ));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transitions_outside_the_lifecycle_and_other_peoples_cards_are_refused() {
+    let env = Env::start().await;
+    let a = env.agent("bolt").await;
+    let b = env.agent("nut").await;
+    let c = card(&a, "mine", None).await;
+    // Progress on a card that is not working.
+    assert_eq!(
+        code(a.client.card_progress(c.id, "early").await),
+        codes::NOT_WORKING
+    );
+    // queued → done skips working.
+    let done = FinishCard {
+        status: CardStatus::Done,
+        error: None,
+    };
+    assert_eq!(
+        code(a.client.finish_card(c.id, &done).await),
+        codes::INVALID_TRANSITION
+    );
+    // queued → cancelled is allowed; nothing moves a finished card again.
+    let cancel = FinishCard {
+        status: CardStatus::Cancelled,
+        error: None,
+    };
+    a.client.finish_card(c.id, &cancel).await.unwrap();
+    assert_eq!(
+        code(a.client.claim_card(c.id).await),
+        codes::INVALID_TRANSITION
+    );
+    // Someone else's card: neither assignee nor creator.
+    let theirs = card(&b, "theirs", None).await;
+    assert_eq!(code(a.client.claim_card(theirs.id).await), codes::FORBIDDEN);
+    // A usage report for a card that does not exist.
+    let e = a
+        .client
+        .usage(&hoop_api::types::UsageReport {
+            card_id: Some(999_999),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert!(matches!(e, Error::NotFound { .. }), "{e:?}");
+}
