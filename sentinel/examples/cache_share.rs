@@ -21,7 +21,7 @@ struct Figures {
     cache_read: u64,
 }
 
-async fn run(persist: bool, turns: u64, bin: &str) -> std::io::Result<Figures> {
+async fn run(persist: bool, turns: u64, gap: Duration, bin: &str) -> std::io::Result<Figures> {
     let standin = Standin::spawn().await?;
     let dir = tempfile::tempdir()?;
     let home = Home::new(dir.path().join("root"), "bench").map_err(std::io::Error::other)?;
@@ -47,6 +47,9 @@ async fn run(persist: bool, turns: u64, bin: &str) -> std::io::Result<Figures> {
     let preamble =
         "You are the hoop sentinel of this home. Reply before working; no markdown in chat.";
     for i in 0..turns {
+        if i > 0 {
+            standin.advance_clock(gap);
+        }
         let r = d
             .run_turn(
                 preamble,
@@ -64,9 +67,35 @@ async fn run(persist: bool, turns: u64, bin: &str) -> std::io::Result<Figures> {
     }
     f.spawns = d.spawns();
     d.stop().await;
+    if let Some(dump) = std::env::var_os("CACHE_SHARE_DUMP") {
+        for r in standin.requests() {
+            let p = std::path::Path::new(&dump).join(format!(
+                "{}-{}.json",
+                if persist { "p" } else { "t" },
+                r.n
+            ));
+            std::fs::write(p, serde_json::to_vec_pretty(&r.body).unwrap_or_default())?;
+        }
+    }
+    if std::env::var_os("CACHE_SHARE_VERBOSE").is_some() {
+        for r in standin.requests() {
+            let sys = r.system_blocks();
+            eprintln!(
+                "#{:<2} {:?} msgs={} sys0={:?}",
+                r.n,
+                r.usage,
+                r.messages().len(),
+                sys.first().map(|s| s.chars().take(80).collect::<String>())
+            );
+        }
+    }
     standin.shutdown().await;
     Ok(f)
 }
+
+/// Time between turns, as the stand-in's cache clock sees it: back to back,
+/// and ten minutes apart (longer than the 5-minute TTL, shorter than 1 h).
+const GAPS: [Duration; 2] = [Duration::ZERO, Duration::from_secs(600)];
 
 #[tokio::main]
 async fn main() -> std::io::Result<()> {
@@ -77,20 +106,23 @@ async fn main() -> std::io::Result<()> {
         .and_then(|a| a.parse().ok())
         .unwrap_or(10);
     println!(
-        "mode        turns  spawns/turn  input  cache_write  cache_read  cache-read share of input"
+        "mode        gap    turns  spawns/turn  input  cache_write  cache_read  cache-read share of input"
     );
-    for (name, persist) in [("persistent", true), ("per-turn", false)] {
-        let f = run(persist, turns, &bin).await?;
-        let all = f.input + f.cache_write + f.cache_read;
-        println!(
-            "{name:<11} {:>5}  {:>11.2}  {:>5}  {:>11}  {:>10}  {:>6.1} %",
-            f.turns,
-            f.spawns as f64 / f.turns as f64,
-            f.input,
-            f.cache_write,
-            f.cache_read,
-            100.0 * f.cache_read as f64 / all.max(1) as f64
-        );
+    for gap in GAPS {
+        for (name, persist) in [("persistent", true), ("per-turn", false)] {
+            let f = run(persist, turns, gap, &bin).await?;
+            let all = f.input + f.cache_write + f.cache_read;
+            println!(
+                "{name:<11} {:>4}s  {:>5}  {:>11.2}  {:>5}  {:>11}  {:>10}  {:>6.1} %",
+                gap.as_secs(),
+                f.turns,
+                f.spawns as f64 / f.turns as f64,
+                f.input,
+                f.cache_write,
+                f.cache_read,
+                100.0 * f.cache_read as f64 / all.max(1) as f64
+            );
+        }
     }
     Ok(())
 }

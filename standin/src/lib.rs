@@ -365,6 +365,8 @@ struct Inner {
     log: Vec<RecordedRequest>,
     pending_then: VecDeque<String>,
     cache: CacheModel,
+    /// Added to the real clock for the cache's TTLs ([`Standin::advance_clock`]).
+    clock_offset: Duration,
 }
 
 /// A running stand-in on 127.0.0.1 (random port).
@@ -387,6 +389,7 @@ impl Standin {
             log: Vec::new(),
             pending_then: VecDeque::new(),
             cache: CacheModel::default(),
+            clock_offset: Duration::ZERO,
         }));
         let app = Router::new()
             .route("/v1/messages", post(handle))
@@ -437,6 +440,11 @@ impl Standin {
     }
     pub fn request_count(&self) -> usize {
         self.lock().log.len()
+    }
+    /// Move the prompt cache's clock forward, as if `by` had passed between
+    /// requests (entries past their TTL expire).
+    pub fn advance_clock(&self, by: Duration) {
+        self.lock().clock_offset += by;
     }
     /// Forget the prompt cache (as if its TTL had passed).
     pub fn clear_cache(&self) {
@@ -686,7 +694,8 @@ fn plan_for(st: &mut Inner, body: &Value, n: usize, reply: Reply, over: Option<U
         }
     };
     let output_tokens = blocks.iter().map(sse::Block::tokens).sum::<u64>().max(1);
-    let computed = st.cache.account(body, std::time::Instant::now());
+    let now = std::time::Instant::now() + st.clock_offset;
+    let computed = st.cache.account(body, now);
     let usage = over.unwrap_or(match &st.usage {
         UsageScript::Fixed(u) => *u,
         UsageScript::Honest => Usage {

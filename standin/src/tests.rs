@@ -174,3 +174,26 @@ async fn default_echo_counts_requests_and_messages() {
     assert_eq!(text, "reply #2 (request carried 1 messages)");
     s.shutdown().await;
 }
+
+#[tokio::test]
+async fn honest_usage_reads_the_cached_prefix_until_the_clock_passes_the_ttl() {
+    let s = Standin::spawn().await.unwrap();
+    let body = json!({"system": [{"type": "text", "text": "prompt ".repeat(100), "cache_control": {"type": "ephemeral"}}],
+                      "messages": [{"role": "user", "content": "hi"}]});
+    post(&s, &body).await;
+    post(&s, &body).await;
+    s.advance_clock(Duration::from_secs(6 * 60));
+    post(&s, &body).await;
+    let u: Vec<Usage> = s.requests().iter().map(|r| r.usage.unwrap()).collect();
+    assert_eq!(u[0].cache_read_input_tokens, 0);
+    assert!(u[0].cache_creation_input_tokens > 0);
+    assert_eq!(
+        u[1].cache_read_input_tokens,
+        u[0].cache_creation_input_tokens
+    );
+    assert_eq!(
+        u[2].cache_read_input_tokens, 0,
+        "5-minute entries are gone after 6 minutes"
+    );
+    s.shutdown().await;
+}
