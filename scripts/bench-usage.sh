@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# Benchmark `hoop usage` against ccusage 20 (the Rust rewrite) on a generated
+# corpus, side by side in one run: totals, cold-scan time, warm rerun time,
+# peak RSS. Everything it installs or generates lives under $BENCH_DIR
+# (default /tmp/hoop-usage-bench), outside the repository.
+#
+#   scripts/bench-usage.sh                 # ~1.1 GiB in 4000 files
+#   CORPUS_MB=200 CORPUS_FILES=800 scripts/bench-usage.sh
+#
+# Needs: cargo, npm, python3, /usr/bin/time (apt-get install -y time).
+set -euo pipefail
+
+REPO=$(cd "$(dirname "$0")/.." && pwd)
+BENCH_DIR=${BENCH_DIR:-/tmp/hoop-usage-bench}
+CORPUS_MB=${CORPUS_MB:-1100}
+CORPUS_FILES=${CORPUS_FILES:-4000}
+SEED=${SEED:-24301}
+COLD_RUNS=${COLD_RUNS:-3}
+WARM_RUNS=${WARM_RUNS:-10}
+CCUSAGE_VERSION=20.0.24
+CORPUS=$BENCH_DIR/corpus-$CORPUS_MB-$CORPUS_FILES-$SEED
+mkdir -p "$BENCH_DIR"
+
+echo "== building (release)"
+(cd "$REPO" && cargo build --release -q -p hoop --bin hoop \
+  && cargo build --release -q -p hoop-meter --example gen_corpus)
+TARGET=$(cd "$REPO" && cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
+HOOP=$TARGET/release/hoop
+GEN=$TARGET/release/examples/gen_corpus
+
+echo "== ccusage $CCUSAGE_VERSION"
+CCU_DIR=$BENCH_DIR/ccusage-$CCUSAGE_VERSION
+if [ ! -x "$CCU_DIR/node_modules/.bin/ccusage" ]; then
+  mkdir -p "$CCU_DIR"
+  # The newest 20.0.26 ships no linux-x64 binary: name the platform package.
+  (cd "$CCU_DIR" && npm init -y >/dev/null \
+    && npm install --no-audit --no-fund "ccusage@$CCUSAGE_VERSION" "@ccusage/ccusage-linux-x64@$CCUSAGE_VERSION" >/dev/null)
+fi
+CCU=$CCU_DIR/node_modules/.bin/ccusage
+CCU_HOME=$BENCH_DIR/ccusage-home   # so it finds no other agent's data
+mkdir -p "$CCU_HOME"
+
+echo "== corpus ($CORPUS_MB MB target, $CORPUS_FILES files)"
+if [ ! -f "$CORPUS/expected.json" ]; then
+  rm -rf "$CORPUS"
+  "$GEN" "$CORPUS" "$CORPUS_MB" "$CORPUS_FILES" "$SEED" >/dev/null
+fi
+python3 - "$CORPUS" <<'PY'
+import os, sys, statistics
+sizes = [os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(os.path.join(sys.argv[1], "projects")) for f in fs if f.endswith(".jsonl")]
+sizes.sort()
+print(f"   {len(sizes)} files, {sum(sizes)/2**30:.2f} GiB, median {statistics.median(sizes)/1e3:.0f} KB, "
+      f"largest {sizes[-1]/2**20:.0f} MB / {sizes[-2]/2**20:.0f} MB / {sizes[-3]/2**20:.0f} MB")
+PY
+# Same page-cache state for both tools: everything cached.
+find "$CORPUS/projects" -name '*.jsonl' -exec cat {} + >/dev/null
+
+# measure NAME RUNS CMD... → prints median seconds and max RSS; keeps stdout
+# of the last run in $BENCH_DIR/NAME.json.
+measure() {
+  local name=$1 runs=$2; shift 2
+  local times=() rss=0
+  for _ in $(seq "$runs"); do
+    /usr/bin/time -f '%e %M' -o "$BENCH_DIR/$name.time" "$@" >"$BENCH_DIR/$name.json" 2>"$BENCH_DIR/$name.err"
+    read -r t m <"$BENCH_DIR/$name.time"
+    times+=("$t"); [ "$m" -gt "$rss" ] && rss=$m
+  done
+  local med
+  med=$(printf '%s\n' "${times[@]}" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
+  echo "$name $med $rss" >>"$BENCH_DIR/results.txt"
+}
+
+rm -f "$BENCH_DIR/results.txt"
+STATE=$BENCH_DIR/hoop-state.bin
+export CLAUDE_CONFIG_DIR=$CORPUS
+echo "== hoop cold ($COLD_RUNS runs)"
+measure hoop_cold "$COLD_RUNS" "$HOOP" usage daily --json --no-cache
+echo "== hoop warm ($WARM_RUNS runs after one priming run)"
+rm -f "$STATE"
+"$HOOP" usage daily --json --state "$STATE" >/dev/null
+measure hoop_warm "$WARM_RUNS" "$HOOP" usage daily --json --state "$STATE"
+echo "== ccusage cold/rerun ($COLD_RUNS runs)"
+measure ccusage "$COLD_RUNS" env HOME="$CCU_HOME" "$CCU" daily --offline --json
+
+echo "== totals"
+python3 - "$BENCH_DIR" "$CORPUS" <<'PY'
+import json, os, sys
+bench, corpus = sys.argv[1], sys.argv[2]
+ours = json.load(open(f"{bench}/hoop_cold.json"))["totals"]
+warm = json.load(open(f"{bench}/hoop_warm.json"))["totals"]
+theirs = json.load(open(f"{bench}/ccusage.json"))["totals"]
+exp = json.load(open(f"{corpus}/expected.json"))
+rows = [("input", "input_tokens", "inputTokens"),
+        ("cache write", "cache_creation_input_tokens", "cacheCreationTokens"),
+        ("cache read", "cache_read_input_tokens", "cacheReadTokens"),
+        ("output", "output_tokens", "outputTokens")]
+print(f"   {'kind':<12}{'generated':>16}{'hoop cold':>16}{'hoop warm':>16}{'ccusage':>16}")
+ok = True
+for name, k, ck in rows:
+    print(f"   {name:<12}{exp[k]:>16,}{ours[k]:>16,}{warm[k]:>16,}{theirs[ck]:>16,}")
+    ok &= exp[k] == ours[k] == warm[k] == theirs[ck]
+print(f"   {'cost USD':<12}{'':>16}{ours['cost_usd']:>16.4f}{warm['cost_usd']:>16.4f}{theirs['totalCost']:>16.4f}")
+print("   token totals identical:", "YES" if ok else "NO")
+
+# Cost: an independent re-computation under both rules explains any gap.
+P = {"claude-opus-4-6": (5, 6.25, 10, 0.5, 25, False), "claude-opus-4-8": (5, 6.25, 10, 0.5, 25, False),
+     "claude-sonnet-4-5-20250929": (3, 3.75, 6, 0.3, 15, True), "claude-sonnet-4-6": (3, 3.75, 6, 0.3, 15, False),
+     "claude-haiku-4-5-20251001": (1, 1.25, 2, 0.1, 5, False)}
+best = {}
+for d, _, fs in os.walk(os.path.join(corpus, "projects")):
+    for f in fs:
+        if not f.endswith(".jsonl"): continue
+        for line in open(os.path.join(d, f), "rb"):
+            if b'"usage"' not in line: continue
+            try: j = json.loads(line)
+            except Exception: continue
+            m = j.get("message") or {}; u = m.get("usage")
+            if not u: continue
+            cc = u.get("cache_creation") or {}
+            t = (u.get("input_tokens", 0), cc.get("ephemeral_5m_input_tokens", 0), cc.get("ephemeral_1h_input_tokens", 0),
+                 u.get("cache_read_input_tokens", 0), u.get("output_tokens", 0))
+            key = (m.get("id"), j.get("requestId"))
+            if key not in best or sum(t) > sum(best[key][1]): best[key] = (m.get("model"), t)
+anth = per_type = 0.0
+for model, (i, w5, w1, r, o) in best.values():
+    pi, p5, p1, pr, po, lc = P[model]
+    f_in, f_out = (2.0, 1.5) if lc and i + w5 + w1 + r > 200_000 else (1.0, 1.0)
+    anth += ((i*pi + w5*p5 + w1*p1 + r*pr) * f_in + o*po*f_out) / 1e6
+    tier = lambda n, rate, f: n * rate if not lc else min(n, 200_000) * rate + max(n - 200_000, 0) * rate * f
+    per_type += (tier(i, pi, 2) + tier(w5, p5, 2) + tier(w1, p1, 2) + tier(r, pr, 2) + tier(o, po, 1.5)) / 1e6
+print(f"   cost recomputed, Anthropic rule (prompt > 200K => whole request at premium): {anth:.4f}"
+      f"  {'= hoop' if abs(anth - ours['cost_usd']) < 1e-6 else '!= hoop'}")
+print(f"   cost recomputed, per-token-type 200K tier (ccusage's rule):                 {per_type:.4f}"
+      f"  {'= ccusage' if abs(per_type - theirs['totalCost']) < 1e-4 else '!= ccusage'}")
+print(f"   ({exp['sonnet45_long_context_responses']} Sonnet 4.5 responses have a prompt over 200K tokens)")
+skipped = json.load(open(f"{bench}/hoop_cold.json"))["skipped_lines"]
+print(f"   hoop skipped lines: {skipped} (generated malformed: {exp['malformed_lines']})")
+PY
+
+echo "== time and memory"
+awk '{printf "   %-10s median %7.3f s   peak RSS %7.1f MB\n", $1, $2, $3/1024}' "$BENCH_DIR/results.txt"
+awk 'NR==FNR {t[$1]=$2; next} END {printf "   cold ratio ccusage/hoop: %.1fx   warm hoop rerun: %.0f ms\n", t["ccusage"]/t["hoop_cold"], t["hoop_warm"]*1000}' \
+  "$BENCH_DIR/results.txt" "$BENCH_DIR/results.txt"
