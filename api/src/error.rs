@@ -100,20 +100,36 @@ impl Error {
                 body: keep(body),
             };
         };
+        Error::from_body(status, eb, retry_after_header)
+    }
+
+    /// Map a contract error body to its variant. `status` is the HTTP
+    /// status it came with (200 for a refused MCP tool call, whose body is
+    /// the same `ErrorBody`): then the codes that mean "no such thing"
+    /// (`not_found`, `window_not_found`, `not_working`) decide.
+    pub fn from_body(status: u16, eb: ErrorBody, retry_after: Option<Duration>) -> Error {
+        let missing = matches!(
+            eb.error.as_str(),
+            codes::NOT_FOUND | codes::WINDOW_NOT_FOUND | codes::NOT_WORKING
+        );
         match (status, eb.error.as_str()) {
-            (401, _) => Error::Unauthorized {
+            (401, _) | (_, codes::UNAUTHORIZED) => Error::Unauthorized {
                 message: eb.message,
             },
             // A 429 is a rate limit unless its code says otherwise (the
             // backend also answers `too_many_subcards` with 429).
             (_, codes::RATE_LIMITED) => Error::RateLimited {
-                retry_after: retry_after_header.or(eb.retry_after_sec.map(Duration::from_secs)),
+                retry_after: retry_after.or(eb.retry_after_sec.map(Duration::from_secs)),
             },
             (_, codes::GAP) => Error::Gap {
                 latest_id: eb.latest_id.unwrap_or_default(),
                 unread: eb.unread,
             },
             (404, _) => Error::NotFound {
+                code: eb.error,
+                message: eb.message,
+            },
+            (200, _) if missing => Error::NotFound {
                 code: eb.error,
                 message: eb.message,
             },

@@ -17,6 +17,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use reqwest::header::{ACCEPT, CONTENT_TYPE};
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -190,6 +191,38 @@ impl McpClient {
             .await?;
         serde_json::from_value(v).map_err(|e| Error::Decode {
             what: "tools/call result",
+            message: e.to_string(),
+        })
+    }
+
+    /// `tools/call` with typed arguments and answer. A refused call
+    /// (`isError` with an `ErrorBody`) becomes the same typed [`Error`] a
+    /// REST call would give (`Gap`, `RateLimited`, `NotFound`, `Refused`…).
+    pub async fn call<A: Serialize, R: DeserializeOwned>(
+        &self,
+        name: &str,
+        args: &A,
+    ) -> Result<R, Error> {
+        let args = serde_json::to_value(args).map_err(|e| Error::Decode {
+            what: "tool arguments",
+            message: e.to_string(),
+        })?;
+        let r = self.call_tool(name, args).await?;
+        if r.is_error {
+            let body = r
+                .json()
+                .ok()
+                .and_then(|v| serde_json::from_value::<crate::types::ErrorBody>(v).ok());
+            return Err(match body {
+                Some(eb) => Error::from_body(200, eb, None),
+                None => Error::Rpc {
+                    code: 0,
+                    message: r.text(),
+                },
+            });
+        }
+        serde_json::from_value(r.json()?).map_err(|e| Error::Decode {
+            what: "tool result",
             message: e.to_string(),
         })
     }

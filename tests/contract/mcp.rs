@@ -129,3 +129,67 @@ async fn a_jwt_on_mcp_is_refused_with_401() {
         Err(Error::Unauthorized { .. })
     ));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refused_tool_calls_are_the_same_typed_errors_as_rest() {
+    use hoop_api::types::mcp::{CardIdArgs, ChatSendTextArgs, WorkTaskStartArgs};
+    use hoop_api::types::{Card, LeaseResponse, Message, codes};
+
+    let env = Env::start().await;
+    let (u, mcp) = helper(&env).await;
+    let ann = env.user("ann", false).await;
+    let room = env.room("ops", &[u.id, ann.id]).await;
+    let seen = env.post_as(room.id, ann.id, "hello").await;
+    let send = |body: &str, expect| ChatSendTextArgs {
+        conversation_id: room.id,
+        body: body.into(),
+        expect_latest_id: expect,
+        ..Default::default()
+    };
+    let sent: Message = mcp
+        .call(tools::CHAT_SEND_TEXT, &send("hi ann", Some(seen.id)))
+        .await
+        .unwrap();
+    assert_eq!(sent.sender_id, u.id);
+    match mcp
+        .call::<_, Message>(tools::CHAT_SEND_TEXT, &send("**bold**", None))
+        .await
+    {
+        Err(Error::Refused { code, .. }) => assert_eq!(code, codes::MARKDOWN_REFUSED),
+        other => panic!("{other:?}"),
+    }
+    let newer = env.post_as(room.id, ann.id, "one more").await;
+    match mcp
+        .call::<_, Message>(tools::CHAT_SEND_TEXT, &send("blind", Some(sent.id)))
+        .await
+    {
+        Err(Error::Gap { latest_id, unread }) => {
+            assert_eq!((latest_id, unread[0].id), (newer.id, newer.id))
+        }
+        other => panic!("{other:?}"),
+    }
+    // A card started over MCP has no lease until it is renewed.
+    let card: Card = mcp
+        .call(
+            tools::WORK_TASK_START,
+            &WorkTaskStartArgs {
+                title: Some("via mcp".into()),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(card.lease_expires_at, None);
+    let lease: LeaseResponse = mcp
+        .call(tools::WORK_TASK_LEASE, &CardIdArgs { card_id: card.id })
+        .await
+        .unwrap();
+    assert_eq!(lease.renew_after_sec, hoop_core::limits::RENEW_AFTER_SECS);
+    match mcp
+        .call::<_, LeaseResponse>(tools::WORK_TASK_LEASE, &CardIdArgs { card_id: 999_999 })
+        .await
+    {
+        Err(Error::NotFound { .. }) => {}
+        other => panic!("{other:?}"),
+    }
+}
