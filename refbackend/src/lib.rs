@@ -20,12 +20,12 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
 
 use tokio::sync::watch;
 
 mod admin;
 mod clock;
+pub mod constants;
 mod error;
 mod extract;
 mod http;
@@ -38,9 +38,7 @@ mod ws;
 pub use clock::Clock;
 pub use store::key_hash;
 
-/// How long [`Running::shutdown`] waits for open connections to finish
-/// before it stops waiting (WebSocket tasks close at once on shutdown).
-const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+use constants::SHUTDOWN_GRACE;
 
 #[derive(Debug, Clone, Default)]
 pub struct Config {

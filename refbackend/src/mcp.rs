@@ -26,8 +26,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::extract::body_bytes;
 use crate::store::{CardFilter, key_hash};
 
-/// The protocol revision answered when the client names none.
-const PROTOCOL_VERSION: &str = "2025-06-18";
+use crate::constants::MCP_PROTOCOL_VERSION as PROTOCOL_VERSION;
 /// JSON-RPC codes (JSON-RPC 2.0 §5.1).
 const PARSE_ERROR: i64 = -32700;
 const INVALID_REQUEST: i64 = -32600;

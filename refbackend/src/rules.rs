@@ -7,8 +7,7 @@ use std::collections::{BTreeSet, VecDeque};
 
 use hoop_api::types::{CardStatus, ConversationId, Mention, UserId, WindowMode, WindowSync};
 
-/// Every window the rate limits count over (production: "per minute").
-pub const RATE_WINDOW_SECS: i64 = 60;
+use crate::constants::RATE_WINDOW_SECS;
 
 /// A sliding one-minute window of event times. `Err(secs)` = the limit is
 /// reached; retry after `secs`.

@@ -26,15 +26,8 @@ use sha2::{Digest, Sha256};
 use crate::error::{ApiError, ApiResult};
 use crate::rules::{self, Refusal, WindowView};
 
-/// Most unread messages a `gap` answer carries (newest first).
-pub const GAP_UNREAD_MAX: i64 = 50;
-/// REST `GET …/messages` page size when `limit` is absent, and its bounds.
-pub const PAGE_DEFAULT: u32 = 20;
-pub const PAGE_MAX: u32 = 100;
-/// Prefix of provisioning keys (`hoopprov_…`), to tell them from MCP keys.
-pub const PROVISION_KEY_PREFIX: &str = "hoopprov_";
-/// Random bytes in a minted key (hex-encoded after the prefix).
-const KEY_BYTES: usize = 32;
+use crate::constants::KEY_BYTES;
+pub use crate::constants::{GAP_UNREAD_MAX, PAGE_DEFAULT, PAGE_MAX, PROVISION_KEY_PREFIX};
 
 const SCHEMA: &str = "
 PRAGMA foreign_keys = ON;
