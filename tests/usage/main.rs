@@ -1,0 +1,292 @@
+//! `hoop usage` end to end: the real binary over real CLI transcript lines
+//! (copied from the meter's test data) and generated ones, in temporary
+//! config dirs and hoop roots.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use serde_json::Value;
+
+fn data(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("meter/tests/data")
+        .join(name)
+}
+
+struct Env {
+    _dir: tempfile::TempDir,
+    config: PathBuf,
+    root: PathBuf,
+    home: PathBuf,
+}
+
+impl Env {
+    fn new() -> Env {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("claude");
+        let root = dir.path().join("hoop");
+        let home = dir.path().join("home");
+        fs::create_dir_all(&home).unwrap();
+        Env {
+            config,
+            root,
+            home,
+            _dir: dir,
+        }
+    }
+    fn copy(&self, rel: &str, src: &str) {
+        let p = self.config.join("projects").join(rel);
+        fs::create_dir_all(p.parent().unwrap()).unwrap();
+        fs::copy(data(src), p).unwrap();
+    }
+    fn write(&self, rel: &str, body: &str) {
+        let p = self.config.join("projects").join(rel);
+        fs::create_dir_all(p.parent().unwrap()).unwrap();
+        fs::write(p, body).unwrap();
+    }
+    fn run_with(&self, config_env: &str, args: &[&str]) -> Output {
+        assert_cmd::Command::cargo_bin("hoop")
+            .unwrap()
+            .arg("usage")
+            .args(args)
+            .env("CLAUDE_CONFIG_DIR", config_env)
+            .env("HOOP_ROOT", &self.root)
+            .env("HOME", &self.home)
+            .env_remove("RUST_LOG")
+            .timeout(std::time::Duration::from_secs(60))
+            .output()
+            .unwrap()
+    }
+    fn run(&self, args: &[&str]) -> Output {
+        self.run_with(self.config.to_str().unwrap(), args)
+    }
+    fn json(&self, args: &[&str]) -> Value {
+        let mut a = vec!["--json"];
+        a.extend_from_slice(args);
+        let out = self.run(&a);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+}
+
+fn assistant(id: &str, model: &str, ts: &str, cwd: &str, input: u64, output: u64) -> String {
+    format!(
+        r#"{{"parentUuid":null,"isSidechain":false,"message":{{"id":"{id}","type":"message","role":"assistant","model":"{model}","content":[],"usage":{{"input_tokens":{input},"cache_creation_input_tokens":100,"cache_read_input_tokens":1000,"output_tokens":{output},"cache_creation":{{"ephemeral_5m_input_tokens":40,"ephemeral_1h_input_tokens":60}}}}}},"requestId":"req_{id}","type":"assistant","timestamp":"{ts}","cwd":"{cwd}","sessionId":"s-{id}"}}"#
+    )
+}
+
+#[test]
+fn json_totals_carry_the_five_numbers_beside_the_rows() {
+    let e = Env::new();
+    e.copy(
+        "-srv-obs-work/e9e9.jsonl",
+        "transcript-sample-tool-use.jsonl",
+    );
+    let v = e.json(&[]);
+    assert_eq!(v["report"], "daily");
+    assert_eq!(v["rows"].as_array().unwrap().len(), 1);
+    let t = &v["totals"];
+    assert_eq!(t["input_tokens"], 2003);
+    assert_eq!(t["output_tokens"], 14);
+    assert_eq!(t["cache_creation_input_tokens"], 400);
+    assert_eq!(t["cache_read_input_tokens"], 6000);
+    assert!(t["cost_usd"].as_f64().unwrap() > 0.0);
+    assert_eq!(v["rows"][0]["date"], "2026-12-02");
+}
+
+#[test]
+fn every_report_renders_a_table() {
+    let e = Env::new();
+    e.copy(
+        "-srv-obs-work/e9e9.jsonl",
+        "transcript-sample-tool-use.jsonl",
+    );
+    for (kind, head) in [
+        ("daily", "Date"),
+        ("session", "Session"),
+        ("project", "Project"),
+        ("home", "Home"),
+        ("blocks", "Block start"),
+    ] {
+        let out = e.run(&[kind]);
+        assert!(out.status.success());
+        let s = String::from_utf8(out.stdout).unwrap();
+        assert!(s.starts_with(head), "{kind}: {s}");
+        assert!(s.contains("Total") && s.contains("2,003"), "{kind}: {s}");
+    }
+}
+
+#[test]
+fn the_second_run_reads_nothing_and_the_state_is_private() {
+    let e = Env::new();
+    e.copy(
+        "-srv-obs-work/a.jsonl",
+        "transcript-two-turns-resume-reactive-compact.jsonl",
+    );
+    let first = e.json(&[]);
+    assert_eq!(first["files"]["read"], 1);
+    let second = e.json(&[]);
+    assert_eq!(second["files"]["read"], 0);
+    assert_eq!(second["files"]["bytes_read"], 0);
+    assert_eq!(first["totals"], second["totals"]);
+    let state = e.root.join("usage-cache.bin");
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        fs::metadata(&state).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    // --no-cache reads everything again and leaves the state alone.
+    let before = fs::read(&state).unwrap();
+    let cold = e.json(&["--no-cache"]);
+    assert_eq!(cold["files"]["read"], 1);
+    assert_eq!(cold["totals"], first["totals"]);
+    assert_eq!(fs::read(&state).unwrap(), before);
+}
+
+#[test]
+fn comma_separated_config_dirs_are_all_read() {
+    let e = Env::new();
+    e.copy("-x/a.jsonl", "transcript-sample-tool-use.jsonl");
+    let other = e.home.join("second");
+    let p = other.join("projects/-y/b.jsonl");
+    fs::create_dir_all(p.parent().unwrap()).unwrap();
+    fs::write(
+        &p,
+        assistant(
+            "zz",
+            "claude-haiku-4-5",
+            "2026-11-01T10:00:00.000Z",
+            "/w",
+            5,
+            5,
+        ) + "\n",
+    )
+    .unwrap();
+    let list = format!("{},{}", e.config.display(), other.display());
+    let out = e.run_with(&list, &["--json"]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["files"]["seen"], 2);
+    assert_eq!(v["totals"]["input_tokens"], 2003 + 5);
+}
+
+#[test]
+fn since_and_until_select_days() {
+    let e = Env::new();
+    let lines = [
+        assistant(
+            "a",
+            "claude-haiku-4-5",
+            "2026-11-01T10:00:00.000Z",
+            "/w",
+            1,
+            1,
+        ),
+        assistant(
+            "b",
+            "claude-haiku-4-5",
+            "2026-11-02T10:00:00.000Z",
+            "/w",
+            10,
+            1,
+        ),
+        assistant(
+            "c",
+            "claude-haiku-4-5",
+            "2026-11-03T10:00:00.000Z",
+            "/w",
+            100,
+            1,
+        ),
+    ];
+    e.write("-w/s.jsonl", &(lines.join("\n") + "\n"));
+    for extra in [&[][..], &["--no-cache"][..]] {
+        let mut a = vec!["--since", "2026-11-02", "--until", "20261102"];
+        a.extend_from_slice(extra);
+        let v = e.json(&a);
+        assert_eq!(v["totals"]["input_tokens"], 10, "{extra:?}");
+    }
+    let out = e.run(&["--since", "2026-11-31"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--since"));
+    let out = e.run(&["--since", "2026-11-03", "--until", "2026-11-01"]);
+    assert!(!out.status.success());
+}
+
+#[test]
+fn an_unknown_model_is_warned_about_and_its_cost_is_null() {
+    let e = Env::new();
+    e.write(
+        "-w/s.jsonl",
+        &(assistant("a", "claude-nova-9", "2026-11-01T10:00:00.000Z", "/w", 7, 3) + "\n"),
+    );
+    let out = e.run(&["--json"]);
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("claude-nova-9") && err.contains("UNKNOWN cost"),
+        "{err}"
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["totals"]["cost_usd"], Value::Null);
+    let table = String::from_utf8(e.run(&[]).stdout).unwrap();
+    assert!(table.contains("+?"), "{table}");
+}
+
+#[test]
+fn the_home_report_maps_hoop_workdirs_to_homes() {
+    let e = Env::new();
+    let alice = format!("{}/alice/work", e.root.display());
+    let lines = [
+        assistant(
+            "a",
+            "claude-haiku-4-5",
+            "2026-11-01T10:00:00.000Z",
+            &alice,
+            1,
+            1,
+        ),
+        assistant(
+            "b",
+            "claude-haiku-4-5",
+            "2026-11-01T10:00:00.000Z",
+            &format!("{alice}/sub"),
+            2,
+            1,
+        ),
+        assistant(
+            "c",
+            "claude-haiku-4-5",
+            "2026-11-01T10:00:00.000Z",
+            "/elsewhere",
+            4,
+            1,
+        ),
+    ];
+    e.write("-alice/s.jsonl", &(lines.join("\n") + "\n"));
+    let v = e.json(&["home"]);
+    let rows: Vec<(String, u64)> = v["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["home"].as_str().unwrap().to_string(),
+                r["input_tokens"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(rows, vec![("-".to_string(), 4), ("alice".to_string(), 3)]);
+}
+
+#[test]
+fn no_transcripts_is_an_empty_report_not_an_error() {
+    let e = Env::new();
+    let v = e.json(&[]);
+    assert_eq!(v["rows"], serde_json::json!([]));
+    assert_eq!(v["totals"]["input_tokens"], 0);
+}
