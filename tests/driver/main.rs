@@ -586,3 +586,30 @@ exit 3"#,
     assert!(!d.is_hot());
     rig.done().await;
 }
+
+#[tokio::test]
+async fn the_agent_runs_the_hoop_binary_through_bash_with_the_configured_path() {
+    let rig = Rig::new().await;
+    let mut cfg = rig.config();
+    let hoop = std::path::Path::new(env!("CARGO_BIN_EXE_hoop"));
+    let path = format!(
+        "{}:{}",
+        hoop.parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    cfg.env.push(("PATH".into(), path));
+    let mut d = hoop_sentinel::driver::Driver::new(cfg);
+    rig.standin.push(Reply::bash(
+        "hoop --help > hoop-help.txt 2>&1; echo rc=$? >> hoop-help.txt",
+        "done",
+    ));
+    let r = d.run_turn(PREAMBLE, &msg("run hoop")).await;
+    assert_eq!(r.outcome, Outcome::Ok, "{r:?}");
+    let out = std::fs::read_to_string(rig.home.workdir().join("hoop-help.txt")).unwrap();
+    assert!(
+        out.contains("rc=0") && out.to_lowercase().contains("usage"),
+        "{out}"
+    );
+    d.stop().await;
+    rig.done().await;
+}

@@ -124,8 +124,9 @@ impl Permissions {
     }
 }
 
-/// Everything the driver needs, per home.
-#[derive(Debug, Clone)]
+/// Everything the driver needs, per home. Its `Debug` output hides the
+/// values of secret-looking environment variables.
+#[derive(Clone)]
 pub struct DriverConfig {
     pub claude_bin: PathBuf,
     pub home: Home,
@@ -140,6 +141,43 @@ pub struct DriverConfig {
     pub model: String,
     /// `--model` for minting a fresh session.
     pub fresh_session_model: String,
+}
+
+/// Whether an environment variable's value must never be shown.
+pub fn is_secret_env(name: &str) -> bool {
+    let n = name.to_ascii_uppercase();
+    ["KEY", "TOKEN", "SECRET", "PASSWORD", "AUTH"]
+        .iter()
+        .any(|m| n.contains(m))
+}
+
+impl std::fmt::Debug for DriverConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let env: Vec<(&str, &str)> = self
+            .env
+            .iter()
+            .map(|(k, v)| {
+                (
+                    k.as_str(),
+                    if is_secret_env(k) {
+                        "<redacted>"
+                    } else {
+                        v.as_str()
+                    },
+                )
+            })
+            .collect();
+        f.debug_struct("DriverConfig")
+            .field("claude_bin", &self.claude_bin)
+            .field("home", &self.home)
+            .field("env", &env)
+            .field("permissions", &self.permissions)
+            .field("turn_timeout", &self.turn_timeout)
+            .field("kill_grace", &self.kill_grace)
+            .field("model", &self.model)
+            .field("fresh_session_model", &self.fresh_session_model)
+            .finish()
+    }
 }
 
 impl DriverConfig {
@@ -803,5 +841,65 @@ impl Driver {
             let e = l.proc.shut(self.cfg.kill_grace).await;
             tracing::debug!(exit = ?e, "agent process stopped");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_debug_hides_secrets() {
+        let mut cfg = DriverConfig::new("claude", Home::new("/r", "h").unwrap());
+        cfg.env = vec![
+            ("ANTHROPIC_API_KEY".into(), "sk-live-123".into()),
+            ("CLAUDE_CODE_OAUTH_TOKEN".into(), "oat-456".into()),
+            ("ANTHROPIC_BASE_URL".into(), "http://127.0.0.1:1".into()),
+        ];
+        let shown = format!("{cfg:?}");
+        assert!(
+            !shown.contains("sk-live-123") && !shown.contains("oat-456"),
+            "{shown}"
+        );
+        assert!(shown.contains("http://127.0.0.1:1"));
+    }
+
+    #[test]
+    fn permission_flags() {
+        assert_eq!(
+            Permissions::bypass().args(),
+            vec!["--permission-mode=bypassPermissions".to_string()]
+        );
+        assert_eq!(
+            Permissions::bypass().env(),
+            vec![(ENV_IS_SANDBOX.to_string(), "1".to_string())]
+        );
+        let p = Permissions::allowing(["Bash(hoop say:*)", "Read"]);
+        assert_eq!(
+            p.args(),
+            vec!["--allowedTools=Bash(hoop say:*),Read".to_string()]
+        );
+        assert!(p.env().is_empty());
+    }
+
+    #[test]
+    fn tokens_are_none_when_unknown_never_zero() {
+        assert_eq!(TurnTokens::from_usage(None), TurnTokens::default());
+        let u = Usage {
+            input: 1,
+            cache_write_5m: 2,
+            cache_write_1h: 3,
+            cache_write_unsplit: 4,
+            cache_read: 5,
+            output: 6,
+        };
+        assert_eq!(
+            TurnTokens::from_usage(Some(&u)),
+            TurnTokens {
+                tokens_in: Some(1),
+                tokens_cached_in: Some(14),
+                tokens_out: Some(6)
+            }
+        );
     }
 }
