@@ -237,6 +237,15 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        /// Whatever a server answers, mapping it is an error value, never a
+        /// panic.
+        #[test]
+        fn any_answer_maps_without_panicking(status in 100u16..600, body in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..256)) {
+            let _ = Error::from_status(status, &body, None).to_string();
+        }
+    }
+
     #[test]
     fn retry_after_parsing() {
         assert_eq!(parse_retry_after(" 60 "), Some(Duration::from_secs(60)));

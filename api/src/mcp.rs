@@ -360,6 +360,14 @@ mod tests {
         assert!(sse_response(body, 4).is_none());
     }
 
+    proptest::proptest! {
+        /// A garbled event stream is "no response", never a panic.
+        #[test]
+        fn any_sse_body_parses_without_panicking(body in ".{0,300}") {
+            let _ = sse_response(body.as_bytes(), 1);
+        }
+    }
+
     #[test]
     fn tool_result_text_and_json() {
         let r: ToolResult = serde_json::from_value(json!({
