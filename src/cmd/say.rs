@@ -20,7 +20,8 @@
 //! - `--anyway` ("I have just read them one by one") skips the local unread
 //!   check only; the backend's gap check above still applies.
 //! - `--failure` sends a failure report (kind `failure`): no gap check, no
-//!   markdown gate (the cap and the empty check still apply), and the
+//!   markdown gate (the cap and the empty check still apply), a rate limit
+//!   is waited out (up to one window) rather than refused, and the
 //!   watermark does not move, since nothing was read.
 //!
 //! The watermark never moves backwards. Exit codes: 0 sent; 2 unread
@@ -30,6 +31,7 @@
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::{Context, bail};
 
@@ -46,6 +48,11 @@ use hoop_core::limits::{REST_BODY_CAP_BYTES, SAY_GAP_WINDOW, SEND_RATE_PER_MIN};
 /// `expect_latest_id` of a send into a room that had no message: message
 /// ids are positive, so the backend's gap check sees any message as newer.
 pub const EMPTY_ROOM: MessageId = 0;
+/// A failure report waits out the rate limit at most this long: one rate
+/// window, after which the backend must take it.
+pub const FAILURE_RATE_WAIT: Duration = Duration::from_secs(60);
+/// How often a rate-limited failure report is retried while it waits.
+const FAILURE_RETRY_POLL: Duration = Duration::from_secs(1);
 /// Exit code: unread messages were printed, or a gate refused.
 pub const EXIT_GATED: u8 = 2;
 /// The largest image file accepted: its base64 (4/3 larger) plus the JSON
@@ -340,22 +347,44 @@ async fn send(req: &Request, seen_path: &Path) -> anyhow::Result<Sent> {
         }
     };
 
-    let result = match &req.payload {
-        Payload::Text(m) => {
-            let m = SendMessage {
-                expect_latest_id,
-                ..m.clone()
-            };
-            client.send(room, &m).await
-        }
-        Payload::Image(i) => {
-            let i = SendImage {
-                expect_latest_id,
-                ..i.clone()
-            };
-            client.send_image(room, &i).await
+    let attempt = || async {
+        match &req.payload {
+            Payload::Text(m) => {
+                let m = SendMessage {
+                    expect_latest_id,
+                    ..m.clone()
+                };
+                client.send(room, &m).await
+            }
+            Payload::Image(i) => {
+                let i = SendImage {
+                    expect_latest_id,
+                    ..i.clone()
+                };
+                client.send_image(room, &i).await
+            }
         }
     };
+    let mut result = attempt().await;
+    if req.failure {
+        // Bad news must get out: a failure report outwaits the rate limit
+        // (at most one window), retrying every second in case the window
+        // moves sooner than announced.
+        let give_up = tokio::time::Instant::now() + FAILURE_RATE_WAIT;
+        while let Err(ApiError::RateLimited { retry_after }) = &result {
+            let wait = retry_after.unwrap_or(FAILURE_RATE_WAIT);
+            let now = tokio::time::Instant::now();
+            if now >= give_up || now + wait > give_up + FAILURE_RETRY_POLL {
+                break;
+            }
+            tracing::info!(
+                wait_s = wait.as_secs(),
+                "failure report rate limited; waiting"
+            );
+            tokio::time::sleep(FAILURE_RETRY_POLL.min(wait)).await;
+            result = attempt().await;
+        }
+    }
     match result {
         Ok(m) => {
             if !req.failure {

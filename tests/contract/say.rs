@@ -401,3 +401,55 @@ async fn a_message_landing_between_read_and_send_is_printed_not_posted_over() {
         "the printed message is seen"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failure_report_outwaits_the_rate_limit() {
+    use tokio::io::AsyncBufReadExt;
+    let env = Env::start().await;
+    let (a, _ann, room) = setup(&env).await;
+    for i in 0..SEND_RATE_PER_MIN {
+        a.client
+            .send(room, &crate::support::text(&format!("n{i}")))
+            .await
+            .unwrap();
+    }
+    let room_s = room.to_string();
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_hoop"))
+        .args([
+            "say",
+            "--home",
+            "bolt",
+            "--room",
+            &room_s,
+            "--failure",
+            "⚠️ this round failed",
+        ])
+        .env("HOOP_ROOT", env.root.path())
+        .env("HOOP_LOG", "info")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    // Wait until it is waiting on the rate limit, then move the window.
+    let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    timeout(BOUND, async {
+        while let Some(l) = lines.next_line().await.unwrap() {
+            if l.contains("rate limited; waiting") {
+                return;
+            }
+        }
+        panic!("hoop say ended without waiting on the rate limit");
+    })
+    .await
+    .expect("it reports the wait");
+    env.backend.clock().advance(61);
+    let status = timeout(BOUND, child.wait()).await.unwrap().unwrap();
+    assert_eq!(status.code(), Some(0));
+    let m = newest(&env, &a, room).await;
+    assert_eq!(
+        (m.kind, m.body.as_str()),
+        (MessageKind::Failure, "⚠️ this round failed")
+    );
+}
