@@ -1,7 +1,7 @@
 //! Answer one scripted reply kind and run a command against the stand-in,
 //! printing the requests it saw: for reproducing what the real CLI does with
 //! a given answer. `probe <kind> -- <command…>`; kinds: echo, auth, too-long,
-//! overloaded, rate-limited, usage-limit, bash.
+//! overloaded, rate-limited, usage-limit, bash, big (a 450k-token context).
 
 use hoop_standin::{Reply, Standin};
 
@@ -23,6 +23,12 @@ async fn main() -> std::io::Result<()> {
         "rate-limited" => Reply::rate_limited(None),
         "usage-limit" => Reply::usage_limit(4_102_444_800),
         "bash" => Reply::bash("echo probe > probe.txt", "ran it"),
+        "big" => Reply::text("big context").with_usage(hoop_standin::Usage {
+            input_tokens: 50_000,
+            cache_creation_input_tokens: 0,
+            cache_read_input_tokens: 400_000,
+            output_tokens: 10,
+        }),
         _ => Reply::Echo,
     };
     s.push(reply);

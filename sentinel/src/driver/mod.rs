@@ -23,6 +23,12 @@
 //! minted with one short call on a small model (`fresh_session_model`,
 //! default `haiku`) and the turn is retried at once, once.
 //!
+//! **Model.** `--model` is always passed (default: the CLI's alias
+//! `default`). Without it a resumed session runs on the model recorded in
+//! its transcript — a session minted on the small model would stay there,
+//! and a resumed default session comes back as `claude-opus-4-8` without
+//! the `[1m]` context window (observed with 2.1.197).
+//!
 //! **Compaction** (see [`crate::compaction`]): `/compact` before the first
 //! turn of a cold driver when the context meter reaches `cold_compact`;
 //! never while hot; [`Driver::compact_and_stop`] before an idle exit; the
