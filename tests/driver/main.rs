@@ -613,3 +613,51 @@ async fn the_agent_runs_the_hoop_binary_through_bash_with_the_configured_path() 
     d.stop().await;
     rig.done().await;
 }
+
+#[tokio::test]
+async fn the_autocompact_switch_sets_the_clis_ceiling_and_a_healthy_compaction_is_left_alone() {
+    let rig = Rig::new().await;
+    rig.switch(switches::AUTOCOMPACT, "200000");
+    let mut d = rig.driver();
+    assert_eq!(
+        d.run_turn(PREAMBLE, &msg("one: PINEAPPLE")).await.outcome,
+        Outcome::Ok
+    );
+    assert_eq!(
+        d.run_turn(PREAMBLE, &msg("two: BANANA")).await.outcome,
+        Outcome::Ok
+    );
+    rig.standin
+        .push(Reply::text("getting big").with_usage(Usage {
+            input_tokens: 170_000,
+            cache_creation_input_tokens: 0,
+            cache_read_input_tokens: 0,
+            output_tokens: 10,
+        }));
+    assert_eq!(
+        d.run_turn(PREAMBLE, &msg("three")).await.outcome,
+        Outcome::Ok
+    );
+    let before = rig.standin.request_count();
+    let r4 = d.run_turn(PREAMBLE, &msg("four")).await;
+    assert_eq!(r4.outcome, Outcome::Ok, "{r4:?}");
+    // The CLI compacted by itself, near the 200k window the switch set.
+    assert!(
+        rig.standin.requests()[before..]
+            .iter()
+            .any(|r| r.is_summary_request()),
+        "CLAUDE_CODE_AUTO_COMPACT_WINDOW reached the CLI"
+    );
+    assert!(
+        !r4.auto_off_written,
+        "one compaction that works is the ceiling doing its job"
+    );
+    assert!(
+        !rig.home
+            .switch_path(switches::AUTOCOMPACT_AUTO_OFF)
+            .exists()
+    );
+    assert_eq!(d.spawns(), 1);
+    d.stop().await;
+    rig.done().await;
+}
