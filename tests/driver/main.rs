@@ -661,3 +661,47 @@ async fn the_autocompact_switch_sets_the_clis_ceiling_and_a_healthy_compaction_i
     d.stop().await;
     rig.done().await;
 }
+
+#[tokio::test]
+async fn per_turn_mode_cold_start_sends_compact_and_the_turn_to_one_process() {
+    let rig = Rig::new().await;
+    rig.switch(switches::PERSIST, "off");
+    let mut d = rig.driver();
+    rig.standin.push(Reply::text("big one").with_usage(big()));
+    assert_eq!(d.run_turn(PREAMBLE, &msg("one")).await.outcome, Outcome::Ok);
+    let r2 = d.run_turn(PREAMBLE, &msg("two")).await;
+    assert!(
+        !r2.cold_compacted,
+        "warm: a per-turn driver compacts only on a cold start"
+    );
+    rig.standin.push(Reply::text("big again").with_usage(big()));
+    d.run_turn(PREAMBLE, &msg("three")).await;
+    d.stop().await;
+    let before = rig.standin.request_count();
+    let mut cold = rig.driver();
+    let r = cold.run_turn(PREAMBLE, &msg("four")).await;
+    assert_eq!(r.outcome, Outcome::Ok, "{r:?}");
+    assert!(r.cold_compacted);
+    assert_eq!(r.spawned, 1, "/compact and the turn went to one process");
+    let reqs = rig.standin.requests();
+    assert!(reqs[before].is_summary_request());
+    assert!(reqs[before + 1].last_user_text().contains("four"));
+    assert_eq!(r.exit.map(|e| e.code()), Some(0));
+    rig.done().await;
+}
+
+#[tokio::test]
+async fn per_turn_mode_timeout_kills_the_process() {
+    let rig = Rig::new().await;
+    rig.switch(switches::PERSIST, "off");
+    let mut cfg = rig.config();
+    cfg.turn_timeout = Duration::from_secs(6);
+    let mut d = hoop_sentinel::driver::Driver::new(cfg);
+    rig.standin
+        .push(Reply::text("too late").delayed(Duration::from_secs(120)));
+    let r = d.run_turn(PREAMBLE, &msg("slow")).await;
+    assert_eq!(r.outcome, Outcome::Timeout, "{r:?}");
+    assert!(r.elapsed < Duration::from_secs(30));
+    assert!(r.exit.is_some(), "the killed process was reaped");
+    rig.done().await;
+}
