@@ -24,13 +24,36 @@ pub const STDERR_KEEP_BYTES: usize = 64 * 1024;
 /// Log at most this much of a garbage stdout line.
 pub const GARBAGE_LOG_CHARS: usize = 200;
 
-/// Everything needed to start the agent.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Everything needed to start the agent. `Debug` hides secret env values.
+#[derive(Clone, PartialEq, Eq)]
 pub struct SpawnSpec {
     pub program: PathBuf,
     pub args: Vec<String>,
     pub env: Vec<(String, String)>,
     pub cwd: PathBuf,
+}
+
+impl std::fmt::Debug for SpawnSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let env: Vec<(&str, &str)> = self
+            .env
+            .iter()
+            .map(|(k, v)| {
+                let shown = if super::is_secret_env(k) {
+                    "<redacted>"
+                } else {
+                    v.as_str()
+                };
+                (k.as_str(), shown)
+            })
+            .collect();
+        f.debug_struct("SpawnSpec")
+            .field("program", &self.program)
+            .field("args", &self.args)
+            .field("env", &env)
+            .field("cwd", &self.cwd)
+            .finish()
+    }
 }
 
 /// How reading one turn ended.
