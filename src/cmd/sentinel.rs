@@ -30,7 +30,11 @@ pub fn run(c: Command) -> anyhow::Result<ExitCode> {
 fn run_daemon(name: &str) -> anyhow::Result<ExitCode> {
     let home = Home::open(name)?;
     let exe = std::env::current_exe().context("locating the hoop binary")?;
-    let rt = super::runtime()?;
+    // One thread: the daemon waits on sockets, timers and one child; a
+    // single-threaded runtime halves its idle wakeups and its threads.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
     match rt.block_on(daemon::run(home, exe, DriverAgent::new)) {
         Ok(()) => Ok(ExitCode::SUCCESS),
         Err(e @ DaemonError::AlreadyRunning { .. }) => {
