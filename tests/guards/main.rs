@@ -9,6 +9,8 @@ use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
 
+mod real_cli;
+
 const HOOP: &str = env!("CARGO_BIN_EXE_hoop");
 const TABLE: &str = include_str!("../../guards/tests/data/act_cases.tsv");
 const CLAUDE_PRE: &str = include_str!("../../guards/tests/data/claude_pretooluse.json");
