@@ -224,6 +224,19 @@ async fn gap_check_refuses_unread_messages_unless_forced() {
         )
         .await;
     assert_eq!(r.status, 201, "up to date");
+    srv.send_text(&ta, room.id, "unread again").await;
+    let r = srv
+        .post(
+            Some(&tb),
+            &path,
+            json!({"body": "⚠️ this round failed", "kind": "failure", "expect_latest_id": u2}),
+        )
+        .await;
+    assert_eq!(
+        r.status, 201,
+        "a failure report passes the gap check: {}",
+        r.body
+    );
 }
 
 #[tokio::test]
@@ -272,4 +285,42 @@ async fn mentions_of_non_members_are_dropped_silently() {
         .await;
     assert_eq!(r.status, 201, "{}", r.body);
     assert_eq!(r.body["mentions"], json!([bolt.id, "everyone"]));
+}
+
+#[tokio::test]
+async fn images_are_messages_of_kind_image_through_the_same_checks() {
+    let srv = Srv::start().await;
+    let ann = srv.user("ann", false).await;
+    let room = srv.room("r", &[&ann], false).await;
+    let t = srv.login(&ann).await;
+    let path = fill(routes::CONVERSATION_IMAGES, room.id);
+    let r = srv
+        .post(
+            Some(&t),
+            &path,
+            json!({"data_base64": "iVBORw0KGgo=", "mime": "image/png", "caption": "the chart"}),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    assert_eq!(
+        (r.body["kind"].as_str(), r.body["body"].as_str()),
+        (Some("image"), Some("the chart"))
+    );
+    for body in [
+        json!({"data_base64": "iVBORw0KGgo=", "mime": "text/plain"}),
+        json!({"data_base64": "%%%", "mime": "image/png"}),
+        json!({"data_base64": "iVBORw0KGgo=", "mime": "image/png", "caption": "**bold**"}),
+    ] {
+        let r = srv.post(Some(&t), &path, body.clone()).await;
+        assert_eq!(r.status, 400, "{body}");
+    }
+    // A text route cannot forge an image message.
+    let r = srv
+        .post(
+            Some(&t),
+            &fill(routes::CONVERSATION_MESSAGES, room.id),
+            json!({"body": "x", "kind": "image"}),
+        )
+        .await;
+    assert_eq!(r.status, 400);
 }

@@ -118,3 +118,24 @@ async fn shutdown_closes_websockets() {
         .expect("shutdown in time")
         .unwrap();
 }
+
+#[tokio::test]
+async fn browsers_may_pass_the_token_as_a_query_parameter() {
+    let srv = Srv::start().await;
+    let bolt = srv.user("bolt", true).await;
+    let token = srv.login(&bolt).await;
+    let url = format!(
+        "{}{}?token={token}",
+        srv.base.replacen("http", "ws", 1),
+        routes::WS
+    );
+    let (mut ws, _) =
+        tokio::time::timeout(crate::support::WAIT, tokio_tungstenite::connect_async(url))
+            .await
+            .expect("in time")
+            .expect("connects");
+    assert_eq!(
+        next_event(&mut ws).await,
+        Some(WsEvent::Hello { user_id: bolt.id })
+    );
+}
