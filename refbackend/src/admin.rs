@@ -116,7 +116,15 @@ async fn create_card(
     JsonBody(req): JsonBody<AdminCreateCard>,
 ) -> ApiResult<Response> {
     let card = app.store().create_card(app.clock.now(), None, &req)?;
-    if let Some(a) = card.assignee_id {
+    notify_assignee(&app, &card, None);
+    Ok(created(card))
+}
+
+/// A card given to someone else rings their WebSocket with
+/// `workroom.task.recheck`, so a sentinel pulls it now instead of at its
+/// next alarm.
+pub(crate) fn notify_assignee(app: &App, card: &hoop_api::types::Card, creator: Option<i64>) {
+    if let Some(a) = card.assignee_id.filter(|a| Some(*a) != creator) {
         app.hub.push(
             &[a],
             &WsEvent::TaskRecheck {
@@ -124,7 +132,6 @@ async fn create_card(
             },
         );
     }
-    Ok(created(card))
 }
 
 async fn push(State(app): S, _: Admin, JsonBody(req): JsonBody<Push>) -> ApiResult<Response> {

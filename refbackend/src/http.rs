@@ -291,6 +291,7 @@ async fn create_card(
         creator_id: None,
     };
     let card = app.store().create_card(app.clock.now(), Some(u.id), &req)?;
+    crate::admin::notify_assignee(&app, &card, Some(u.id));
     Ok((StatusCode::CREATED, axum::Json(card)).into_response())
 }
 

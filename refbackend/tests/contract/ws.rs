@@ -139,3 +139,26 @@ async fn browsers_may_pass_the_token_as_a_query_parameter() {
         Some(WsEvent::Hello { user_id: bolt.id })
     );
 }
+
+#[tokio::test]
+async fn a_card_created_for_someone_else_rings_their_recheck() {
+    let srv = Srv::start().await;
+    let ann = srv.user("ann", false).await;
+    let bolt = srv.user("bolt", true).await;
+    let (mut ws, _) = ws_connect(&srv, &srv.login(&bolt).await).await;
+    let ta = srv.login(&ann).await;
+    let r = srv
+        .post(
+            Some(&ta),
+            routes::CARDS,
+            serde_json::json!({"title": "for bolt", "assignee_id": bolt.id}),
+        )
+        .await;
+    assert_eq!(r.status, 201);
+    assert_eq!(
+        next_event(&mut ws).await,
+        Some(WsEvent::TaskRecheck {
+            conversation_id: None
+        })
+    );
+}
