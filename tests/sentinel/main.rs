@@ -3,6 +3,7 @@
 //! model stand-in, and the reference backend on loopback.
 
 mod harness;
+mod proxy;
 mod reliability;
 
 use std::time::Duration;
@@ -308,6 +309,115 @@ async fn an_idle_agent_is_compacted_then_stopped() {
     d.wait_log("agent compacted and stopped").await;
     until("a compaction request", || async {
         w.standin.requests().iter().any(|r| r.is_summary_request())
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn garbage_websocket_frames_are_logged_and_skipped() {
+    let w = World::new(Opts::default()).await;
+    // The home reaches the backend through a proxy that injects garbage
+    // frames after the upgrade and after every real frame.
+    let proxy = proxy::spawn(w.backend_addr).await;
+    let mut cfg = w.home.load_config().unwrap();
+    cfg.base_url = format!("http://{proxy}");
+    hoop_core::fsutil::write_json_atomic(&w.home.config_path(), &cfg, Default::default()).unwrap();
+    w.standin.push(Reply::bash(w.say_cmd("still fine"), "ok"));
+    let mut d = w.spawn();
+    d.ready().await;
+    w.post("@bolt are you ok?", false).await;
+    until("the answer through garbage frames", || async {
+        w.agent_messages()
+            .await
+            .iter()
+            .any(|m| m.body == "still fine")
+    })
+    .await;
+    let log = d.log_text();
+    assert!(
+        log.contains("skipping an unreadable WebSocket frame"),
+        "{log}"
+    );
+    assert!(log.contains("skipping a binary WebSocket frame"), "{log}");
+    assert!(!log.contains("panicked"), "{log}");
+    assert_eq!(
+        d.child.try_wait().unwrap(),
+        None,
+        "the daemon is still running"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_alarm_catches_what_the_websocket_missed() {
+    let mut w = World::new(Opts {
+        timings: serde_json::json!({
+            "debounce_ms": 300,
+            "alarm_ms": 1500,
+            // After the backend comes back the socket stays down for a long
+            // while: only the alarm can find the new message.
+            "ws_backoff_start_ms": 45_000,
+            "ws_backoff_max_ms": 45_000,
+        }),
+        ..Opts::default()
+    })
+    .await;
+    w.standin.push(Reply::bash(w.say_cmd("found it"), "ok"));
+    let mut d = w.spawn();
+    d.ready().await;
+    w.stop_backend().await;
+    d.wait_log("WebSocket lost").await;
+    w.start_backend().await;
+    w.post("@bolt posted while the socket is down", false).await;
+    until("the answer found by the alarm", || async {
+        w.agent_messages()
+            .await
+            .iter()
+            .any(|m| m.body == "found it")
+    })
+    .await;
+    assert_eq!(
+        d.log_text().matches("🔌 WS connected").count(),
+        1,
+        "the socket did not come back: the alarm did it"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn home_prompt_overrides_and_task_reach_the_preamble_and_heartbeats_flow() {
+    let w = World::new(Opts::default()).await;
+    std::fs::create_dir_all(w.home.prompts_dir()).unwrap();
+    std::fs::write(w.home.prompts_dir().join("core.md"), "CORE-OVERRIDE-MARK").unwrap();
+    std::fs::write(w.home.task_path(), "TASK-MARK: watch the nightly build").unwrap();
+    w.standin.push(Reply::bash(w.say_cmd("ok"), "ok"));
+    let mut d = w.spawn();
+    d.ready().await;
+    assert!(
+        d.log_text()
+            .contains("prompts=core*,workroom,multi_ai+task")
+    );
+    w.post("@bolt hi", false).await;
+    until("the answer", || async {
+        !w.agent_messages().await.is_empty()
+    })
+    .await;
+    let system = w.standin.requests()[0].system_blocks().join("\n");
+    assert!(system.contains("CORE-OVERRIDE-MARK"), "override used");
+    assert!(
+        !system.contains("Reply before you start working"),
+        "default replaced"
+    );
+    assert!(
+        system.contains("TASK-MARK: watch the nightly build"),
+        "task.md appended"
+    );
+    // The heartbeat made the account present.
+    until("present", || async {
+        w.agent_client
+            .presence()
+            .await
+            .unwrap()
+            .iter()
+            .any(|p| p.user_id == w.agent.id && p.present)
     })
     .await;
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use hoop_api::error::Error;
 use hoop_api::rest::{CardFilter, Client};
-use hoop_api::types::{CardId, CardStatus};
+use hoop_api::types::{Card, CardId, CardStatus, LeaseResponse};
 
 use crate::constants::LEASE_POLL;
 
@@ -40,26 +40,123 @@ async fn tick(client: &Client, current: &CurrentCard, stopped: &mut BTreeSet<Car
         *slot = cards.iter().find(|c| c.parent_id.is_none()).map(|c| c.id);
     }
     let mut wait = LEASE_POLL;
-    let live: Vec<CardId> = cards
-        .iter()
-        .map(|c| c.id)
-        .filter(|id| !stopped.contains(id))
-        .collect();
-    for id in live {
-        match client.renew_lease(id).await {
-            Ok(r) => {
-                tracing::debug!(card = id, until = r.lease_expires_at, "lease renewed");
-                wait = wait.min(Duration::from_secs(r.renew_after_sec.max(1)));
+    for id in to_renew(&cards, stopped) {
+        let answer = client.renew_lease(id).await;
+        match verdict(&answer) {
+            Verdict::Renewed(next) => {
+                tracing::debug!(card = id, "lease renewed");
+                wait = wait.min(next);
             }
-            Err(Error::NotFound { .. }) => {
+            Verdict::Stop => {
                 tracing::info!(
                     card = id,
                     "lease renew answered 404: no longer renewing this card"
                 );
                 stopped.insert(id);
             }
-            Err(e) => tracing::warn!(card = id, error = %e, "lease renew failed"),
+            Verdict::Retry => {
+                if let Err(e) = answer {
+                    tracing::warn!(card = id, error = %e, "lease renew failed");
+                }
+            }
         }
     }
     wait
+}
+
+/// The working cards not yet given up on.
+pub fn to_renew(cards: &[Card], stopped: &BTreeSet<CardId>) -> Vec<CardId> {
+    cards
+        .iter()
+        .filter(|c| c.status == CardStatus::Working)
+        .map(|c| c.id)
+        .filter(|id| !stopped.contains(id))
+        .collect()
+}
+
+/// What a renew answer means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Renewed: renew again after this long.
+    Renewed(Duration),
+    /// 404: the card is not working; never renew it again (and never
+    /// count it as renewed).
+    Stop,
+    /// Anything else (backend down, 5xx): try again next pass.
+    Retry,
+}
+
+pub fn verdict(answer: &Result<LeaseResponse, Error>) -> Verdict {
+    match answer {
+        Ok(r) => Verdict::Renewed(Duration::from_secs(r.renew_after_sec.max(1))),
+        Err(Error::NotFound { .. }) => Verdict::Stop,
+        Err(_) => Verdict::Retry,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn card(id: CardId, status: CardStatus) -> Card {
+        Card {
+            id,
+            title: "t".into(),
+            status,
+            assignee_id: Some(1),
+            parent_id: None,
+            conversation_id: None,
+            error: None,
+            lease_expires_at: None,
+            tokens_in: None,
+            tokens_cached_in: None,
+            tokens_out: None,
+            created_at: 0,
+            updated_at: 0,
+        }
+    }
+
+    #[test]
+    fn verdict_table() {
+        let cases: Vec<(Result<LeaseResponse, Error>, Verdict)> = vec![
+            (
+                Ok(LeaseResponse {
+                    lease_expires_at: 1,
+                    renew_after_sec: 60,
+                }),
+                Verdict::Renewed(Duration::from_secs(60)),
+            ),
+            (
+                Err(Error::NotFound {
+                    code: "not_working".into(),
+                    message: "m".into(),
+                }),
+                Verdict::Stop,
+            ),
+            (Err(Error::Transport("down".into())), Verdict::Retry),
+            (
+                Err(Error::Http {
+                    status: 500,
+                    body: String::new(),
+                }),
+                Verdict::Retry,
+            ),
+        ];
+        for (answer, want) in cases {
+            assert_eq!(verdict(&answer), want, "{answer:?}");
+        }
+    }
+
+    #[test]
+    fn a_stopped_card_is_never_renewed_again() {
+        let cards = [
+            card(1, CardStatus::Working),
+            card(2, CardStatus::Working),
+            card(3, CardStatus::Queued),
+        ];
+        let mut stopped = BTreeSet::new();
+        assert_eq!(to_renew(&cards, &stopped), vec![1, 2]);
+        stopped.insert(2);
+        assert_eq!(to_renew(&cards, &stopped), vec![1]);
+    }
 }
