@@ -69,6 +69,9 @@ pub(crate) struct Analyser<'c> {
     pub cwd: Option<String>,
     pub hit: Option<Block>,
     pub unparsed: Option<String>,
+    /// Shell variables assigned a literal value earlier in the text
+    /// (`a=rm; $a -rf x` runs `rm`).
+    vars: Vec<(String, String)>,
 }
 
 pub(crate) fn analyse(text: &str, cfg: &ActConfig) -> Verdict {
@@ -79,6 +82,7 @@ pub(crate) fn analyse(text: &str, cfg: &ActConfig) -> Verdict {
         cwd: cfg.cwd.clone(),
         hit: None,
         unparsed: None,
+        vars: Vec::new(),
     };
     a.shell(text);
     match (a.hit, a.unparsed) {
@@ -171,6 +175,20 @@ impl<'c> Analyser<'c> {
                 let saved = self.cwd.clone();
                 self.walk_children(node, src);
                 self.cwd = saved;
+            }
+            "variable_assignment" => {
+                if let (Some(n), Some(v)) = (
+                    node.child_by_field_name("name"),
+                    node.child_by_field_name("value"),
+                ) {
+                    let value = word_value(v, src);
+                    let name = text(n, src).to_string();
+                    self.vars.retain(|(k, _)| *k != name);
+                    // Dynamic values stay as written (`$HOME`, `$(…)`),
+                    // which the rules understand or treat as unknown.
+                    self.vars.push((name, value.text));
+                }
+                self.walk_children(node, src);
             }
             _ => self.walk_children(node, src),
         }
@@ -330,8 +348,55 @@ impl<'c> Analyser<'c> {
         if self.hit.is_some() {
             return Flow::default();
         }
+        if !self.vars.is_empty() && cmd.words.iter().any(|w| w.dynamic) {
+            let mut expanded = cmd.clone();
+            for w in &mut expanded.words {
+                if w.dynamic
+                    && let Some(t) = expand_known(&w.text, &self.vars)
+                {
+                    w.dynamic = t.contains('$') || t.contains('`');
+                    w.text = t;
+                }
+            }
+            return rules::run(self, &expanded, input);
+        }
         rules::run(self, cmd, input)
     }
+}
+
+/// Replace `$name` / `${name}` of known variables; `None` if nothing changed.
+fn expand_known(t: &str, vars: &[(String, String)]) -> Option<String> {
+    let mut out = String::with_capacity(t.len());
+    let mut changed = false;
+    let mut rest = t;
+    while let Some(pos) = rest.find('$') {
+        out.push_str(&rest[..pos]);
+        let after = &rest[pos + 1..];
+        let (name, len) = if let Some(inner) = after.strip_prefix('{') {
+            match inner.find('}') {
+                Some(end) => (&inner[..end], end + 2),
+                None => ("", 0),
+            }
+        } else {
+            let end = after
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(after.len());
+            (&after[..end], end)
+        };
+        match vars.iter().rev().find(|(k, _)| k == name) {
+            Some((_, v)) if len > 0 => {
+                out.push_str(v);
+                changed = true;
+                rest = &after[len..];
+            }
+            _ => {
+                out.push('$');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    changed.then_some(out)
 }
 
 fn text<'s>(node: Node<'_>, src: &'s str) -> &'s str {
