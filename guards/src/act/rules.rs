@@ -1080,15 +1080,11 @@ fn git(a: &Analyser<'_>, argv: &[Word], hits: &mut Vec<Hit>) {
                 ));
             }
         }
-        "switch" => {
-            if flags(&["--discard-changes", "--force"], 'f') {
-                hits.push(Hit::new(
-                    Rule::Destroy,
-                    "`git switch --discard-changes` overwrites uncommitted changes in the shared work tree",
-                    INSTEAD_DISCARD,
-                ));
-            }
-        }
+        "switch" if flags(&["--discard-changes", "--force"], 'f') => hits.push(Hit::new(
+            Rule::Destroy,
+            "`git switch --discard-changes` overwrites uncommitted changes in the shared work tree",
+            INSTEAD_DISCARD,
+        )),
         "restore" => {
             let staged = flags(&["--staged"], 'S');
             let worktree = flags(&["--worktree"], 'W');
