@@ -60,6 +60,7 @@ pub struct World {
 pub struct Opts {
     pub timings: Value,
     pub idle_reap_sec: Option<u64>,
+    pub turn_timeout_sec: Option<u64>,
     pub claude_bin: Option<PathBuf>,
     pub ai_count: usize,
 }
@@ -77,6 +78,7 @@ impl Default for Opts {
                 "ws_backoff_max_ms": 1_000,
             }),
             idle_reap_sec: None,
+            turn_timeout_sec: None,
             claude_bin: None,
             ai_count: 1,
         }
@@ -166,6 +168,9 @@ impl World {
         });
         if let Some(s) = opts.idle_reap_sec {
             cfg["idle_reap_sec"] = s.into();
+        }
+        if let Some(s) = opts.turn_timeout_sec {
+            cfg["turn_timeout_sec"] = s.into();
         }
         hoop_core::fsutil::write_json_atomic(
             &home.dir().join("sentinel.json"),

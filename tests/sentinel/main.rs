@@ -421,3 +421,36 @@ async fn home_prompt_overrides_and_task_reach_the_preamble_and_heartbeats_flow()
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_that_runs_out_of_time_is_a_failure_not_a_death() {
+    let w = World::new(Opts {
+        turn_timeout_sec: Some(2),
+        ..Opts::default()
+    })
+    .await;
+    w.standin
+        .push(Reply::text("too late").delayed(Duration::from_secs(20)));
+    w.standin.push(Reply::bash(w.say_cmd("on time now"), "ok"));
+    let mut d = w.spawn();
+    d.ready().await;
+    let asked = w.post("@bolt quick one", false).await;
+    until("the answer after the timeout", || async {
+        w.agent_messages()
+            .await
+            .iter()
+            .any(|m| m.body == "on time now")
+    })
+    .await;
+    let log = d.log_text();
+    assert!(log.contains("class=Timeout"), "{log}");
+    assert!(
+        !w.agent_messages()
+            .await
+            .iter()
+            .any(|m| m.kind == MessageKind::Failure),
+        "one timeout is one failure: no note, no obituary"
+    );
+    d.wait_log("📌 cursor committed").await;
+    assert!(w.cursor() >= Some(asked.id));
+}
