@@ -72,6 +72,12 @@ async fn kill_9_at_random_points_never_loses_or_doubles_a_message() {
     // Let any straggler (a second answer) show up before judging.
     tokio::time::sleep(Duration::from_secs(2)).await;
     let msgs = w.messages().await;
+    let logs = w.all_logs();
+    eprintln!(
+        "kills: {ROUNDS}; agent processes left behind and stopped: {}; turns: {}",
+        logs.matches("previous run are still alive").count(),
+        logs.matches("🧠 turn started").count()
+    );
     assert_each_answered_once(&w, &msgs);
     let newest = msgs.last().unwrap().id;
     until("the cursor at the newest message", || async {
