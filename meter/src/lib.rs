@@ -28,8 +28,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use hoop_core::transcript::Usage;
 use thiserror::Error;
 
-use scan::{Groups, Rec, Skipped, Strings, better, fingerprint, scan_file};
-use state::{FileState, State};
+use scan::{Groups, KeyMap, Rec, Skipped, Strings, better, fingerprint, scan_file};
+use state::{FileState, Loaded, Merged, State};
 
 /// Environment variable listing Claude config dirs (comma-separated); when
 /// set it replaces the defaults, as it does for Claude Code itself.
@@ -302,7 +302,7 @@ fn threads(n: usize) -> usize {
 pub fn collect(dirs: &[PathBuf], opts: &CollectOptions) -> Result<Collected, MeterError> {
     let mut found = discover(dirs);
     let mut warnings = Vec::new();
-    let old = match &opts.state_path {
+    let loaded = match &opts.state_path {
         Some(p) => {
             let (s, w) = State::load(p);
             warnings.extend(w);
@@ -311,6 +311,35 @@ pub fn collect(dirs: &[PathBuf], opts: &CollectOptions) -> Result<Collected, Met
         None => {
             if let Some(t) = opts.skip_files_before_ms {
                 found.retain(|f| f.mtime_ns / 1_000_000 >= t);
+            }
+            Loaded::default()
+        }
+    };
+    // Fast path: no file changed, none came or went → the merged entries of
+    // the last run are the answer; nothing is read but the state's headers.
+    if opts.state_path.is_some()
+        && let Some(m) = &loaded.state.merged
+        && unchanged(&found, &loaded.state.files)
+    {
+        let mut skipped = Skipped::default();
+        for f in &loaded.state.files {
+            skipped.add(&f.skipped);
+            skipped.incomplete_tail += f.tail_incomplete;
+        }
+        return Ok(Collected {
+            entries: m.entries.clone(),
+            strings: m.strings.clone(),
+            skipped,
+            files: found.len(),
+            warnings,
+            ..Collected::default()
+        });
+    }
+    let old = match loaded.materialize() {
+        Some(s) => s,
+        None => {
+            if let Some(p) = &opts.state_path {
+                warnings.push(State::unreadable(p));
             }
             State::default()
         }
@@ -331,10 +360,29 @@ pub fn collect(dirs: &[PathBuf], opts: &CollectOptions) -> Result<Collected, Met
     c.warnings = warnings;
     merge(&found, &states, &mut c);
     if let Some(p) = &opts.state_path {
-        let st = State { files: states };
+        let st = State {
+            files: states,
+            merged: Some(Merged {
+                strings: c.strings.clone(),
+                entries: c.entries.clone(),
+            }),
+        };
         st.save(p)?;
     }
     Ok(c)
+}
+
+/// True when every found file is in the state with the same identity, size
+/// and mtime, and the state holds no other file.
+fn unchanged(found: &[Found], files: &[FileState]) -> bool {
+    found.len() == files.len()
+        && found.iter().zip(files).all(|(f, s)| {
+            f.path_str == s.path
+                && f.dev == s.dev
+                && f.ino == s.ino
+                && f.size == s.size
+                && f.mtime_ns == s.mtime_ns
+        })
 }
 
 fn run_parallel(found: &[Found], jobs: Vec<Job>, nthreads: usize) -> Vec<Done> {
@@ -371,7 +419,7 @@ fn run_parallel(found: &[Found], jobs: Vec<Job>, nthreads: usize) -> Vec<Done> {
 /// Global dedup over all files (sorted by path, so ties resolve the same
 /// way every run) and mapping to a shared string table.
 fn merge(found: &[Found], states: &[FileState], c: &mut Collected) {
-    let mut winners: HashMap<u128, (usize, Rec)> = HashMap::new();
+    let mut winners: KeyMap<(usize, Rec)> = KeyMap::default();
     for (fi, st) in states.iter().enumerate() {
         c.skipped.add(&st.skipped);
         c.skipped.incomplete_tail += st.tail_incomplete;
@@ -413,7 +461,7 @@ fn merge(found: &[Found], states: &[FileState], c: &mut Collected) {
             cwd,
         });
     }
-    entries.sort_by_key(|e| (e.ts_ms, e.model, e.session));
+    entries.sort_unstable_by_key(|e| e.ts_ms);
     c.entries = entries;
     c.strings = global.list;
 }

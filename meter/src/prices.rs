@@ -127,21 +127,54 @@ fn units(rate: f64, factor: f64) -> u128 {
     (rate * factor * 10_000.0).round() as u128
 }
 
+/// A price turned into integer units per token, once per model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rates {
+    /// input, 5m write (and unsplit), 1h write, read, output.
+    base: [u128; 5],
+    premium: [u128; 5],
+    long_context_above: Option<u64>,
+}
+
+impl Rates {
+    pub fn of(p: &Price) -> Rates {
+        let r = |fi: f64, fo: f64| {
+            [
+                units(p.input, fi),
+                units(p.cache_write_5m, fi),
+                units(p.cache_write_1h, fi),
+                units(p.cache_read, fi),
+                units(p.output, fo),
+            ]
+        };
+        Rates {
+            base: r(1.0, 1.0),
+            premium: r(LONG_CONTEXT_INPUT_FACTOR, LONG_CONTEXT_OUTPUT_FACTOR),
+            long_context_above: p.long_context_above,
+        }
+    }
+
+    /// Exact cost of one response, in 1/[`COST_UNITS_PER_USD`] USD.
+    pub fn cost_units(&self, u: &Usage) -> u128 {
+        let prompt = u
+            .input
+            .saturating_add(u.cache_write())
+            .saturating_add(u.cache_read);
+        let r = match self.long_context_above {
+            Some(t) if prompt > t => &self.premium,
+            _ => &self.base,
+        };
+        u.input as u128 * r[0]
+            + (u.cache_write_5m + u.cache_write_unsplit) as u128 * r[1]
+            + u.cache_write_1h as u128 * r[2]
+            + u.cache_read as u128 * r[3]
+            + u.output as u128 * r[4]
+    }
+}
+
 /// Exact cost of one response at `price`, in 1/[`COST_UNITS_PER_USD`] USD.
 pub fn cost_units(price: &Price, u: &Usage) -> u128 {
-    let prompt = u
-        .input
-        .saturating_add(u.cache_write())
-        .saturating_add(u.cache_read);
-    let (fi, fo) = match price.long_context_above {
-        Some(t) if prompt > t => (LONG_CONTEXT_INPUT_FACTOR, LONG_CONTEXT_OUTPUT_FACTOR),
-        _ => (1.0, 1.0),
-    };
-    u.input as u128 * units(price.input, fi)
-        + (u.cache_write_5m + u.cache_write_unsplit) as u128 * units(price.cache_write_5m, fi)
-        + u.cache_write_1h as u128 * units(price.cache_write_1h, fi)
-        + u.cache_read as u128 * units(price.cache_read, fi)
-        + u.output as u128 * units(price.output, fo)
+    Rates::of(price).cost_units(u)
 }
 
 /// USD cost of one response at `price`.

@@ -14,7 +14,7 @@ use std::path::{Component, Path, PathBuf};
 use hoop_core::transcript::Usage;
 use serde_json::{Value, json};
 
-use crate::prices::{self, Price};
+use crate::prices::{self, Rates};
 use crate::timefmt::{day_of, fmt_day, fmt_ts};
 use crate::{Collected, Entry};
 
@@ -71,13 +71,13 @@ pub struct Sum {
 }
 
 impl Sum {
-    fn add(&mut self, e: &Entry, model: &str, price: Option<&Price>) {
+    fn add(&mut self, e: &Entry, model: &str, price: Option<&Rates>) {
         self.usage.add(&e.usage);
         match price {
-            Some(p) => self.priced_cost_units += prices::cost_units(p, &e.usage),
+            Some(p) => self.priced_cost_units += p.cost_units(&e.usage),
             None => self.unpriced_tokens += e.usage.total(),
         }
-        if !e.usage.is_zero() {
+        if !e.usage.is_zero() && !self.models.contains(model) {
             self.models.insert(model.to_string());
         }
         self.entries += 1;
@@ -143,14 +143,18 @@ pub fn hoop_roots(root: &Path) -> Vec<PathBuf> {
 
 /// Build a report.
 pub fn build(c: &Collected, kind: Kind, o: &ReportOptions) -> Report {
-    let mut price_cache: HashMap<u32, Option<Price>> = HashMap::new();
-    let mut home_cache: HashMap<u32, String> = HashMap::new();
-    let mut rows: BTreeMap<String, Row> = BTreeMap::new();
+    let mut price_cache: HashMap<u32, Option<Rates>> = HashMap::new();
+    // Rows are grouped by a cheap integer key (day number, string index,
+    // home index) and named once at the end.
+    let mut groups: HashMap<i64, Sum> = HashMap::new();
+    let mut home_names: Vec<String> = Vec::new();
+    let mut home_ids: HashMap<String, i64> = HashMap::new();
+    let mut home_cache: HashMap<u32, i64> = HashMap::new();
     let mut totals = Sum::default();
     let mut unpriced: BTreeMap<String, Usage> = BTreeMap::new();
     let mut blocks: Vec<Row> = Vec::new();
     let mut block_end = i64::MIN;
-    let mut session_places: HashMap<String, (BTreeSet<String>, BTreeSet<String>)> = HashMap::new();
+    let mut session_places: HashMap<i64, (BTreeSet<u32>, BTreeSet<i64>)> = HashMap::new();
     for e in &c.entries {
         let day = day_of(e.ts_ms);
         if o.since_day.is_some_and(|s| day < s) || o.until_day.is_some_and(|u| day > u) {
@@ -159,36 +163,33 @@ pub fn build(c: &Collected, kind: Kind, o: &ReportOptions) -> Report {
         let model = c.strings[e.model as usize].as_str();
         let price = *price_cache
             .entry(e.model)
-            .or_insert_with(|| prices::lookup(model));
+            .or_insert_with(|| prices::lookup(model).map(|p| Rates::of(&p)));
         if price.is_none() && !e.usage.is_zero() {
             unpriced.entry(model.to_string()).or_default().add(&e.usage);
         }
         totals.add(e, model, price.as_ref());
         let mut home = || {
-            home_cache
-                .entry(e.cwd)
-                .or_insert_with(|| {
-                    home_of(&c.strings[e.cwd as usize], &o.hoop_roots).unwrap_or_else(|| "-".into())
+            *home_cache.entry(e.cwd).or_insert_with(|| {
+                let name = home_of(&c.strings[e.cwd as usize], &o.hoop_roots)
+                    .unwrap_or_else(|| "-".into());
+                *home_ids.entry(name.clone()).or_insert_with(|| {
+                    home_names.push(name);
+                    home_names.len() as i64 - 1
                 })
-                .clone()
+            })
         };
-        let (key, extra): (String, Vec<(&'static str, Value)>) = match kind {
-            Kind::Daily => (fmt_day(day), vec![]),
-            Kind::Project => (c.strings[e.project as usize].clone(), vec![]),
-            Kind::Home => (home(), vec![]),
+        let key: i64 = match kind {
+            Kind::Daily => day,
+            Kind::Project => e.project as i64,
+            Kind::Home => home(),
             Kind::Session => {
-                let s = &c.strings[e.session as usize];
-                let s = if s.is_empty() {
-                    "(none)".to_string()
-                } else {
-                    s.clone()
-                };
                 // A session id can appear under several projects (a resumed
-                // or forked session): list them all, in order.
-                let (p, h) = session_places.entry(s.clone()).or_default();
-                p.insert(c.strings[e.project as usize].clone());
-                h.insert(home());
-                (s, vec![])
+                // or forked session): list them all.
+                let h = home();
+                let (p, hs) = session_places.entry(e.session as i64).or_default();
+                p.insert(e.project);
+                hs.insert(h);
+                e.session as i64
             }
             Kind::Blocks => {
                 // Entries are sorted by time: a block starts at the hour of
@@ -211,22 +212,41 @@ pub fn build(c: &Collected, kind: Kind, o: &ReportOptions) -> Report {
                 continue;
             }
         };
-        let row = rows.entry(key.clone()).or_insert_with(|| Row {
-            key,
-            extra,
-            sum: Sum::default(),
-        });
-        row.sum.add(e, model, price.as_ref());
+        groups.entry(key).or_default().add(e, model, price.as_ref());
     }
     let rows = if kind == Kind::Blocks {
         blocks
     } else {
-        let mut rows: Vec<Row> = rows.into_values().collect();
-        for r in &mut rows {
-            if let Some((p, h)) = session_places.remove(&r.key) {
-                r.extra = vec![("projects", json!(p)), ("homes", json!(h))];
-            }
-        }
+        let mut rows: Vec<Row> = groups
+            .into_iter()
+            .map(|(k, sum)| {
+                let key = match kind {
+                    Kind::Daily => fmt_day(k),
+                    Kind::Home => home_names[k as usize].clone(),
+                    Kind::Session => {
+                        let s = &c.strings[k as usize];
+                        if s.is_empty() {
+                            "(none)".to_string()
+                        } else {
+                            s.clone()
+                        }
+                    }
+                    _ => c.strings[k as usize].clone(),
+                };
+                let extra = match session_places.get(&k) {
+                    Some((p, h)) if kind == Kind::Session => {
+                        let p: BTreeSet<&str> =
+                            p.iter().map(|&i| c.strings[i as usize].as_str()).collect();
+                        let h: BTreeSet<&str> =
+                            h.iter().map(|&i| home_names[i as usize].as_str()).collect();
+                        vec![("projects", json!(p)), ("homes", json!(h))]
+                    }
+                    _ => vec![],
+                };
+                Row { key, extra, sum }
+            })
+            .collect();
+        rows.sort_by(|a, b| a.key.cmp(&b.key));
         rows
     };
     Report {

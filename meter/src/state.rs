@@ -4,19 +4,22 @@
 //! records. Binary and fixed-width so that a warm run loads it in
 //! milliseconds; written through `hoop_core::fsutil::write_atomic`.
 //!
-//! Layout (little endian): magic `HOOPUSG` + version byte, u32 file count,
-//! then per file: path, dev, ino, size, mtime_ns, offset, fingerprint, four
-//! skip counters, tail_incomplete, string table, records, tail records.
+//! Layout (little endian): magic `HOOPUSG` + version byte, u64 length of the
+//! head; the head: u32 file count, per file path, dev, ino, size, mtime_ns,
+//! offset, fingerprint, four skip counters, tail_incomplete and its body's
+//! length, then the merged (deduplicated) entries of the run that wrote it;
+//! after the head, the bodies (string table, records, tail records) in file
+//! order. A rerun in which no file changed reads only the head.
 
 use std::path::Path;
 
 use hoop_core::fsutil::{WriteOptions, write_atomic};
 use hoop_core::transcript::Usage;
 
-use crate::MeterError;
 use crate::scan::{Rec, Skipped};
+use crate::{Entry, MeterError};
 
-const MAGIC: &[u8; 8] = b"HOOPUSG\x02";
+const MAGIC: &[u8; 8] = b"HOOPUSG\x04";
 
 /// What the state remembers of one file.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -41,10 +44,64 @@ pub struct FileState {
     pub tail: Vec<Rec>,
 }
 
+/// The deduplicated entries over all files, as the last run computed them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Merged {
+    pub strings: Vec<String>,
+    pub entries: Vec<Entry>,
+}
+
 /// The whole state.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct State {
     pub files: Vec<FileState>,
+    pub merged: Option<Merged>,
+}
+
+/// A state read with its file bodies not yet read.
+#[derive(Debug, Default)]
+pub struct Loaded {
+    /// Headers (bodies empty until [`Loaded::materialize`]) and merged entries.
+    pub state: State,
+    body_lens: Vec<u64>,
+    /// Where the bodies are: the open state file (positioned after the
+    /// head) or bytes already in memory.
+    source: Option<BodySource>,
+}
+
+#[derive(Debug)]
+enum BodySource {
+    File(std::fs::File),
+    Bytes(Vec<u8>),
+}
+
+impl Loaded {
+    /// Read and decode every file's body; `None` when a body is missing or
+    /// corrupt.
+    pub fn materialize(mut self) -> Option<State> {
+        let raw = match self.source.take() {
+            None => return self.body_lens.is_empty().then_some(self.state),
+            Some(BodySource::Bytes(b)) => b,
+            Some(BodySource::File(mut f)) => {
+                use std::io::Read;
+                let mut b = Vec::new();
+                f.read_to_end(&mut b).ok()?;
+                b
+            }
+        };
+        let mut all = R(&raw);
+        for (f, &len) in self.state.files.iter_mut().zip(&self.body_lens) {
+            let mut r = R(all.take(usize::try_from(len).ok()?)?);
+            let ns = r.u32()?;
+            f.strings = (0..ns).map(|_| r.str()).collect::<Option<_>>()?;
+            f.recs = r.recs(ns)?;
+            f.tail = r.recs(ns)?;
+            if !r.0.is_empty() {
+                return None;
+            }
+        }
+        all.0.is_empty().then_some(self.state)
+    }
 }
 
 struct W(Vec<u8>);
@@ -147,7 +204,9 @@ impl<'a> R<'a> {
 impl State {
     pub fn encode(&self) -> Vec<u8> {
         let mut w = W(Vec::with_capacity(1 << 16));
+        let mut bodies = W(Vec::with_capacity(1 << 16));
         w.0.extend_from_slice(MAGIC);
+        w.u64(0); // head length, filled in below
         w.u32(self.files.len() as u32);
         for f in &self.files {
             w.str(&f.path);
@@ -162,13 +221,47 @@ impl State {
             w.u64(f.skipped.no_timestamp);
             w.u64(f.skipped.incomplete_tail);
             w.u64(f.tail_incomplete);
-            w.u32(f.strings.len() as u32);
+            let start = bodies.0.len();
+            bodies.u32(f.strings.len() as u32);
             for s in &f.strings {
-                w.str(s);
+                bodies.str(s);
             }
-            w.recs(&f.recs);
-            w.recs(&f.tail);
+            bodies.recs(&f.recs);
+            bodies.recs(&f.tail);
+            w.u64((bodies.0.len() - start) as u64);
         }
+        match &self.merged {
+            None => w.0.push(0),
+            Some(m) => {
+                w.0.push(1);
+                w.u32(m.strings.len() as u32);
+                for s in &m.strings {
+                    w.str(s);
+                }
+                w.u32(m.entries.len() as u32);
+                for e in &m.entries {
+                    let u = &e.usage;
+                    for v in [
+                        u.input,
+                        u.cache_write_5m,
+                        u.cache_write_1h,
+                        u.cache_write_unsplit,
+                        u.cache_read,
+                        u.output,
+                    ] {
+                        w.u64(v);
+                    }
+                    w.i64(e.ts_ms);
+                    w.u32(e.model);
+                    w.u32(e.session);
+                    w.u32(e.project);
+                    w.u32(e.cwd);
+                }
+            }
+        }
+        let head_len = (w.0.len() - 16) as u64;
+        w.0[8..16].copy_from_slice(&head_len.to_le_bytes());
+        w.0.extend_from_slice(&bodies.0);
         w.0
     }
 
@@ -179,10 +272,21 @@ impl State {
         if r.take(8)? != MAGIC {
             return None;
         }
+        let head_len = usize::try_from(r.u64()?).ok()?;
+        let head = r.take(head_len)?;
+        let mut l = State::decode_head(head)?;
+        l.source = Some(BodySource::Bytes(r.0.to_vec()));
+        l.materialize()
+    }
+
+    /// Decode the head: headers and merged entries.
+    fn decode_head(head: &[u8]) -> Option<Loaded> {
+        let mut r = R(head);
         let n = r.u32()? as usize;
         let mut files = Vec::with_capacity(n.min(1 << 20));
+        let mut body_lens = Vec::with_capacity(n.min(1 << 20));
         for _ in 0..n {
-            let mut f = FileState {
+            let f = FileState {
                 path: r.str()?,
                 dev: r.u64()?,
                 ino: r.u64()?,
@@ -199,35 +303,101 @@ impl State {
                 tail_incomplete: r.u64()?,
                 ..FileState::default()
             };
-            let ns = r.u32()?;
-            f.strings = (0..ns).map(|_| r.str()).collect::<Option<_>>()?;
-            f.recs = r.recs(ns)?;
-            f.tail = r.recs(ns)?;
+            body_lens.push(r.u64()?);
             files.push(f);
         }
-        r.0.is_empty().then_some(State { files })
+        let merged = match r.take(1)?[0] {
+            0 => None,
+            1 => {
+                let ns = r.u32()?;
+                let strings: Vec<String> = (0..ns).map(|_| r.str()).collect::<Option<_>>()?;
+                let ne = r.u32()? as usize;
+                if ne > r.0.len() / 72 {
+                    return None;
+                }
+                let mut entries = Vec::with_capacity(ne);
+                for _ in 0..ne {
+                    let usage = Usage {
+                        input: r.u64()?,
+                        cache_write_5m: r.u64()?,
+                        cache_write_1h: r.u64()?,
+                        cache_write_unsplit: r.u64()?,
+                        cache_read: r.u64()?,
+                        output: r.u64()?,
+                    };
+                    let e = Entry {
+                        usage,
+                        ts_ms: r.i64()?,
+                        model: r.u32()?,
+                        session: r.u32()?,
+                        project: r.u32()?,
+                        cwd: r.u32()?,
+                    };
+                    if [e.model, e.session, e.project, e.cwd]
+                        .iter()
+                        .any(|&i| i >= ns)
+                    {
+                        return None;
+                    }
+                    entries.push(e);
+                }
+                Some(Merged { strings, entries })
+            }
+            _ => return None,
+        };
+        if !r.0.is_empty() {
+            return None;
+        }
+        Some(Loaded {
+            state: State { files, merged },
+            body_lens,
+            source: None,
+        })
+    }
+
+    /// Read only the head of the state at `path`; the bodies are read by
+    /// [`Loaded::materialize`] if they are needed.
+    fn load_head(path: &Path) -> std::io::Result<Option<Loaded>> {
+        use std::io::Read;
+        let mut f = std::fs::File::open(path)?;
+        let mut pre = [0u8; 16];
+        if f.read_exact(&mut pre).is_err() || &pre[..8] != MAGIC {
+            return Ok(None);
+        }
+        let head_len = u64::from_le_bytes(pre[8..16].try_into().expect("8 bytes"));
+        if head_len > f.metadata()?.len() {
+            return Ok(None);
+        }
+        let mut head = vec![0u8; head_len as usize];
+        if f.read_exact(&mut head).is_err() {
+            return Ok(None);
+        }
+        Ok(State::decode_head(&head).map(|mut l| {
+            l.source = Some(BodySource::File(f));
+            l
+        }))
     }
 
     /// Load from `path`: absent → empty; unreadable or another format →
     /// empty plus a warning (a cold run is always correct).
-    pub fn load(path: &Path) -> (State, Option<String>) {
-        match std::fs::read(path) {
-            Ok(b) => match State::decode(&b) {
-                Some(s) => (s, None),
-                None => (
-                    State::default(),
-                    Some(format!(
-                        "usage cache {} is not readable by this version; rebuilt from the transcripts",
-                        path.display()
-                    )),
-                ),
-            },
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => (State::default(), None),
+    pub fn load(path: &Path) -> (Loaded, Option<String>) {
+        match State::load_head(path) {
+            Ok(Some(s)) => (s, None),
+            Ok(None) => (Loaded::default(), Some(State::unreadable(path))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => (Loaded::default(), None),
             Err(e) => (
-                State::default(),
+                Loaded::default(),
                 Some(format!("usage cache {}: {e}; rebuilt", path.display())),
             ),
         }
+    }
+
+    /// The warning for a state that cannot be used.
+    pub fn unreadable(path: &Path) -> String {
+        format!(
+            "usage cache {} is not readable by this version; rebuilt from the transcripts",
+            path.display()
+        )
     }
 
     pub fn save(&self, path: &Path) -> Result<(), MeterError> {
@@ -280,6 +450,17 @@ mod tests {
                 recs: vec![r],
                 tail: vec![r],
             }],
+            merged: Some(Merged {
+                strings: vec!["a".into(), "b".into()],
+                entries: vec![Entry {
+                    usage: r.usage,
+                    ts_ms: 5,
+                    model: 0,
+                    session: 1,
+                    project: 1,
+                    cwd: 0,
+                }],
+            }),
         };
         let b = s.encode();
         assert_eq!(State::decode(&b), Some(s));
