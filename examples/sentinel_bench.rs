@@ -170,7 +170,10 @@ async fn main() {
     const N: usize = 10;
     standin.set_default(Reply::text("ok"));
     let mut overheads = vec![];
+    let mut end_to_end = vec![];
     for i in 0..N {
+        let before = standin.request_count();
+        let posted = Instant::now();
         admin
             .post_as(
                 room.id,
@@ -185,6 +188,10 @@ async fn main() {
             )
             .await
             .unwrap();
+        while standin.request_count() == before {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        end_to_end.push((posted.elapsed().as_secs_f64() - 3.0) * 1000.0);
         let text = wait_log("📌 cursor committed", i + 1);
         let bell = text
             .lines()
@@ -210,6 +217,12 @@ async fn main() {
     println!(
         "RSS of the daemon after {N} turns: {:.1} MiB",
         proc_status(pid, "VmRSS:") as f64 / 1024.0
+    );
+    end_to_end.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    println!(
+        "post → model API request (daemon + the warm claude process), beyond the debounce: median {:.1} ms, max {:.1} ms",
+        end_to_end[end_to_end.len() / 2],
+        end_to_end.last().unwrap()
     );
     let _ = Command::new("kill")
         .args(["-TERM", &pid.to_string()])
