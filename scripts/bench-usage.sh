@@ -4,7 +4,7 @@
 # peak RSS. Everything it installs or generates lives under $BENCH_DIR
 # (default /tmp/hoop-usage-bench), outside the repository.
 #
-#   scripts/bench-usage.sh                 # ~1.1 GiB in 4000 files
+#   scripts/bench-usage.sh                 # ~1.1 GiB in 5000 files
 #   CORPUS_MB=200 CORPUS_FILES=800 scripts/bench-usage.sh
 #
 # Needs: cargo, npm, python3, /usr/bin/time (apt-get install -y time).
@@ -13,7 +13,7 @@ set -euo pipefail
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 BENCH_DIR=${BENCH_DIR:-/tmp/hoop-usage-bench}
 CORPUS_MB=${CORPUS_MB:-1100}
-CORPUS_FILES=${CORPUS_FILES:-4000}
+CORPUS_FILES=${CORPUS_FILES:-5000}
 SEED=${SEED:-24301}
 COLD_RUNS=${COLD_RUNS:-3}
 WARM_RUNS=${WARM_RUNS:-10}
@@ -79,7 +79,21 @@ echo "== hoop warm ($WARM_RUNS runs after one priming run)"
 rm -f "$STATE"
 "$HOOP" usage daily --json --state "$STATE" >/dev/null
 measure hoop_warm "$WARM_RUNS" "$HOOP" usage daily --json --state "$STATE"
-echo "== ccusage cold/rerun ($COLD_RUNS runs)"
+if command -v hyperfine >/dev/null; then
+  # /usr/bin/time counts in 10 ms steps; hyperfine resolves the warm rerun.
+  hyperfine -N --warmup 2 --runs 30 --export-json "$BENCH_DIR/hoop_warm.hyperfine.json" \
+    "$HOOP usage daily --json --state $STATE" >/dev/null
+fi
+echo "== hoop after one appended response (incremental)"
+# Append one response to a mid-sized transcript, time the rerun, then cut
+# the file back so the corpus stays as generated.
+VICTIM=$(find "$CORPUS/projects" -name '*.jsonl' -size +100k -size -400k | sort | awk 'NR == 1')
+ORIG_SIZE=$(stat -c %s "$VICTIM")
+grep -m1 '"usage"' "$VICTIM" | sed 's/"id":"msg_/"id":"msg_bench_/' >>"$VICTIM"
+measure hoop_append 1 "$HOOP" usage daily --json --state "$STATE"
+truncate -s "$ORIG_SIZE" "$VICTIM"
+"$HOOP" usage daily --json --state "$STATE" >/dev/null
+echo "== ccusage cold/rerun ($COLD_RUNS runs; it keeps no state, so every run is cold)"
 measure ccusage "$COLD_RUNS" env HOME="$CCU_HOME" "$CCU" daily --offline --json
 
 echo "== totals"
@@ -138,6 +152,10 @@ print(f"   hoop skipped lines: {skipped} (generated malformed: {exp['malformed_l
 PY
 
 echo "== time and memory"
-awk '{printf "   %-10s median %7.3f s   peak RSS %7.1f MB\n", $1, $2, $3/1024}' "$BENCH_DIR/results.txt"
+awk '{printf "   %-12s median %7.3f s   peak RSS %7.1f MB\n", $1, $2, $3/1024}' "$BENCH_DIR/results.txt"
 awk 'NR==FNR {t[$1]=$2; next} END {printf "   cold ratio ccusage/hoop: %.1fx   warm hoop rerun: %.0f ms\n", t["ccusage"]/t["hoop_cold"], t["hoop_warm"]*1000}' \
   "$BENCH_DIR/results.txt" "$BENCH_DIR/results.txt"
+if [ -f "$BENCH_DIR/hoop_warm.hyperfine.json" ]; then
+  python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["results"][0]; m, s, lo = (r[k] * 1000 for k in ("mean", "stddev", "min")); print(f"   warm rerun (hyperfine, 30 runs): mean {m:.1f} ms +- {s:.1f} ms, min {lo:.1f} ms")' \
+    "$BENCH_DIR/hoop_warm.hyperfine.json"
+fi
