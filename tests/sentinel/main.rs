@@ -52,6 +52,8 @@ async fn answers_a_mention_and_commits_the_cursor_after_the_turn() {
     .await;
     d.wait_log("📌 cursor committed").await;
     assert!(w.cursor() >= Some(asked.id), "cursor {:?}", w.cursor());
+    // The reply's own message.new is dropped, never a kick.
+    d.wait_log("own message dropped").await;
 
     // The turn's messages: preamble via --append-system-prompt, the dynamic
     // part as the user message under the fixed header.

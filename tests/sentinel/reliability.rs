@@ -119,9 +119,15 @@ async fn backend_restarts_and_websocket_drops_lose_nothing() {
     }
     let msgs = w.messages().await;
     assert_each_answered_once(&w, &msgs);
+    // The socket comes back after each restart (maybe after the answer).
+    d.wait_log_count("🔌 WS connected", 4).await;
     let log = d.log_text();
-    assert!(log.matches("🔌 WS connected").count() >= 4, "{log}");
     assert!(log.contains("WebSocket lost"), "{log}");
+    assert!(
+        log.matches("logged in again for the WebSocket").count()
+            >= log.matches("🔌 WS connected").count(),
+        "every (re)connect logs in again: {log}"
+    );
     assert!(!log.contains("panicked"), "{log}");
 }
 

@@ -101,6 +101,7 @@ async fn connect_once(client: &Client) -> Result<ws::WsConnection, ws::WsError> 
     // Log in again on every (re)connect: a token that outlived a backend
     // restart or a revocation must not be reused.
     client.login().await?;
+    tracing::debug!("logged in again for the WebSocket");
     ws::connect(client).await
 }
 
