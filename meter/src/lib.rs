@@ -367,7 +367,12 @@ pub fn collect(dirs: &[PathBuf], opts: &CollectOptions) -> Result<Collected, Met
                 entries: c.entries.clone(),
             }),
         };
-        st.save(p)?;
+        // An unwritable cache costs the next run its speed, not this
+        // run its answer.
+        if let Err(e) = st.save(p) {
+            c.warnings
+                .push(format!("{e}; the next run will read everything again"));
+        }
     }
     Ok(c)
 }

@@ -592,3 +592,21 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn an_unwritable_state_is_a_warning_not_a_failure() {
+    let d = config_with(&[("-x/a.jsonl", "transcript-sample-tool-use.jsonl")]);
+    let st = tempfile::tempdir().unwrap();
+    // The state's parent is a regular file: it cannot be created.
+    let blocker = st.path().join("file");
+    fs::write(&blocker, b"x").unwrap();
+    let c = warm(d.path(), &blocker.join("state.bin"));
+    assert_eq!(totals(&c), totals(&cold(d.path())));
+    assert!(
+        c.warnings
+            .iter()
+            .any(|w| w.contains("read everything again")),
+        "{:?}",
+        c.warnings
+    );
+}
