@@ -526,4 +526,22 @@ mod tests {
             Some(907)
         );
     }
+
+    #[test]
+    fn context_meter_on_real_transcripts() {
+        // Written by the real CLI (copies kept with the meter's test data).
+        let compacted = include_bytes!(
+            "../../meter/tests/data/transcript-two-turns-resume-reactive-compact.jsonl"
+        );
+        // The last usage (msg_0003) comes after the compact boundary.
+        assert_eq!(context_tokens_in(compacted), Some(1003 + 200 + 3000 + 7));
+        let tool = include_bytes!("../../meter/tests/data/transcript-sample-tool-use.jsonl");
+        assert_eq!(context_tokens_in(tool), Some(1002 + 200 + 3000 + 7));
+        let error = include_bytes!("../../meter/tests/data/transcript-api-error-401.jsonl");
+        assert_eq!(
+            context_tokens_in(error),
+            None,
+            "a zero <synthetic> usage is not a size"
+        );
+    }
 }
