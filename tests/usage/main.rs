@@ -290,3 +290,104 @@ fn no_transcripts_is_an_empty_report_not_an_error() {
     assert_eq!(v["rows"], serde_json::json!([]));
     assert_eq!(v["totals"]["input_tokens"], 0);
 }
+
+fn claude_bin() -> PathBuf {
+    match std::env::var_os("HOOP_CLAUDE_BIN") {
+        Some(p) if !p.is_empty() && Path::new(&p).exists() => PathBuf::from(p),
+        other => panic!(
+            "HOOP_CLAUDE_BIN must name the real claude CLI (tests/run sets it; locally \
+             tests/node_modules/.bin/claude after `npm ci --prefix tests`); got {other:?}"
+        ),
+    }
+}
+
+/// The real CLI, pointed at the stand-in, runs a tool loop (two API calls)
+/// from a hoop home's work dir; the meter's totals over the transcript it
+/// wrote equal the CLI's own `result.usage` for the turn, read through the
+/// same `core::transcript::Usage`, and the home report names the home.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_meter_agrees_with_the_real_cli_result_usage() {
+    let bin = claude_bin();
+    let standin = hoop_standin::Standin::spawn().await.unwrap();
+    standin.push(hoop_standin::Reply::bash("echo metered", "all done"));
+    let e = Env::new();
+    let work = e.root.join("alice/work");
+    fs::create_dir_all(&work).unwrap();
+    let child = tokio::process::Command::new(bin)
+        .args([
+            "-p",
+            "run the command",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--permission-mode",
+            "bypassPermissions",
+        ])
+        .envs(standin.claude_env())
+        .env("HOME", &e.home)
+        .env("IS_SANDBOX", "1")
+        .env_remove("CLAUDE_CONFIG_DIR")
+        .current_dir(&work)
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(std::time::Duration::from_secs(120), child)
+        .await
+        .expect("the claude CLI finishes within 120 s")
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let result: Value = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|v| v["type"] == "result")
+        .unwrap_or_else(|| {
+            panic!(
+                "no result line: {stdout}\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+    assert_eq!(result["is_error"], false, "{result}");
+    let turn = hoop_core::transcript::Usage::from_json(&result["usage"]).unwrap();
+    assert_eq!(standin.request_count(), 2, "a tool loop is two API calls");
+
+    // The CLI wrote its transcript under $HOME/.claude (no CLAUDE_CONFIG_DIR).
+    let out = assert_cmd::Command::cargo_bin("hoop")
+        .unwrap()
+        .args(["usage", "home", "--json"])
+        .env_remove("CLAUDE_CONFIG_DIR")
+        .env("HOME", &e.home)
+        .env("HOOP_ROOT", &e.root)
+        .timeout(std::time::Duration::from_secs(60))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let t = &v["totals"];
+    assert_eq!(t["responses"], 2);
+    assert_eq!(t["input_tokens"], turn.input);
+    assert_eq!(t["cache_creation_input_tokens"], turn.cache_write());
+    assert_eq!(t["cache_read_input_tokens"], turn.cache_read);
+    assert_eq!(t["output_tokens"], turn.output);
+    assert_eq!(v["rows"][0]["home"], "alice", "{v}");
+    assert_eq!(v["skipped_lines"]["malformed"], 0);
+
+    // The context meter reads the same transcript through the same reader.
+    let session = result["session_id"].as_str().unwrap();
+    let transcript = fs::read_dir(e.home.join(".claude/projects"))
+        .unwrap()
+        .flatten()
+        .map(|d| d.path().join(format!("{session}.jsonl")))
+        .find(|p| p.exists())
+        .expect("the session's transcript");
+    let ctx = hoop_core::transcript::context_tokens_from_tail(
+        &transcript,
+        hoop_core::limits::CONTEXT_METER_TAIL_BYTES,
+    )
+    .unwrap()
+    .expect("a context size");
+    assert!(ctx > 0 && ctx <= turn.context_tokens(), "{ctx} vs {turn:?}");
+    standin.shutdown().await;
+}
