@@ -282,6 +282,36 @@ pub fn scan_file(
     strings: &mut Strings,
     groups: &mut Groups,
 ) -> io::Result<ScanOut> {
+    scan_file_with(
+        path,
+        path_str,
+        from,
+        strings,
+        groups,
+        Limits {
+            read_buf: READ_BUF_BYTES,
+            max_line: MAX_LINE_BYTES,
+        },
+    )
+}
+
+/// Buffer sizes of a scan (the constants above; tests shrink them to put
+/// every line across buffer edges).
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub read_buf: usize,
+    pub max_line: usize,
+}
+
+/// [`scan_file`] with explicit buffer sizes.
+pub fn scan_file_with(
+    path: &Path,
+    path_str: &str,
+    from: u64,
+    strings: &mut Strings,
+    groups: &mut Groups,
+    limits: Limits,
+) -> io::Result<ScanOut> {
     let mut f = File::open(path)?;
     if from > 0 {
         f.seek(SeekFrom::Start(from))?;
@@ -292,7 +322,7 @@ pub fn scan_file(
         groups,
         skipped: Skipped::default(),
     };
-    let mut buf = vec![0u8; READ_BUF_BYTES];
+    let mut buf = vec![0u8; limits.read_buf.max(1)];
     // A line cut by the buffer end is carried here (bounded by MAX_LINE_BYTES).
     let mut carry: Vec<u8> = Vec::new();
     // Streaming state of a line longer than the cap.
@@ -319,9 +349,9 @@ pub fn scan_file(
                         o.feed(piece);
                         let o = over.take().expect("present");
                         o.finish(&mut sink.skipped);
-                    } else if carry.is_empty() {
+                    } else if carry.is_empty() && piece.len() <= limits.max_line {
                         sink.line(piece, line_start);
-                    } else if carry.len() + piece.len() > MAX_LINE_BYTES {
+                    } else if carry.len() + piece.len() > limits.max_line {
                         let mut o = Oversized::default();
                         o.feed(&carry);
                         o.feed(piece);
@@ -339,7 +369,7 @@ pub fn scan_file(
                     let piece = &chunk[i..];
                     if let Some(o) = over.as_mut() {
                         o.feed(piece);
-                    } else if carry.len() + piece.len() > MAX_LINE_BYTES {
+                    } else if carry.len() + piece.len() > limits.max_line {
                         let mut o = Oversized::default();
                         o.feed(&carry);
                         o.feed(piece);
@@ -395,12 +425,19 @@ impl Oversized {
             self.last = Some(l);
         }
         if !self.needle {
+            // `window` holds the stream's last k bytes, so a needle cut by
+            // any number of piece edges is still seen.
             let k = USAGE_NEEDLE.len() - 1;
             let mut joined = std::mem::take(&mut self.window);
             joined.extend_from_slice(&piece[..piece.len().min(k)]);
             self.needle = memchr::memmem::find(&joined, USAGE_NEEDLE).is_some()
                 || memchr::memmem::find(piece, USAGE_NEEDLE).is_some();
-            self.window = piece[piece.len().saturating_sub(k)..].to_vec();
+            if piece.len() >= k {
+                self.window = piece[piece.len() - k..].to_vec();
+            } else {
+                // `joined` is the old window plus all of this short piece.
+                self.window = joined[joined.len().saturating_sub(k)..].to_vec();
+            }
         }
     }
     fn finish(self, skipped: &mut Skipped) {
@@ -447,5 +484,73 @@ mod tests {
         assert_ne!(a, dedup_key(Some("m1"), None, "f", 0));
         assert_ne!(dedup_key(None, None, "f", 0), dedup_key(None, None, "f", 1));
         assert_eq!(dedup_key(None, None, "f", 7), dedup_key(None, None, "f", 7));
+    }
+
+    use proptest::prelude::*;
+
+    fn scan_with(
+        body: &[u8],
+        read_buf: usize,
+        max_line: usize,
+    ) -> (Vec<Rec>, Skipped, u64, Vec<Rec>, u64) {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("t.jsonl");
+        std::fs::write(&p, body).unwrap();
+        let mut s = Strings::default();
+        let mut g = Groups::default();
+        let out =
+            scan_file_with(&p, "t", 0, &mut s, &mut g, Limits { read_buf, max_line }).unwrap();
+        let mut recs = g.recs;
+        recs.sort_by_key(|r| r.key);
+        (
+            recs,
+            out.skipped,
+            out.consumed,
+            out.tail,
+            out.tail_incomplete,
+        )
+    }
+
+    fn usage_line(id: u8, out: u16, pad: usize) -> String {
+        format!(
+            r#"{{"message":{{"id":"m{id}","model":"claude-opus-4-6","content":"{}","usage":{{"input_tokens":3,"output_tokens":{out}}}}},"requestId":"r","timestamp":"2026-11-01T10:00:00.000Z","sessionId":"s"}}"#,
+            "p".repeat(pad)
+        )
+    }
+
+    proptest! {
+        /// Lines cut anywhere by the read buffer give the same result as
+        /// lines read whole; a line over the cap is counted, never parsed.
+        #[test]
+        fn buffer_edges_change_nothing(
+            lines in prop::collection::vec((0u8..5, 1u16..900, 0usize..300, 0u8..6), 1..25),
+            read_buf in 1usize..97,
+            unterminated in any::<bool>(),
+        ) {
+            let mut body = String::new();
+            for (id, out, pad, kind) in &lines {
+                match kind {
+                    0 => body.push_str("{\"type\":\"user\",\"message\":{\"content\":\"x\"}}"),
+                    1 => body.push_str("not json"),
+                    _ => body.push_str(&usage_line(*id, *out, *pad)),
+                }
+                body.push('\n');
+            }
+            if unterminated {
+                body.pop();
+            }
+            let whole = scan_with(body.as_bytes(), 1 << 20, 1 << 20);
+            let cut = scan_with(body.as_bytes(), read_buf, 1 << 20);
+            prop_assert_eq!(&whole, &cut);
+            // With a cap below the longest usage line, those lines are
+            // counted as oversized whatever the buffer size.
+            let cap = 250;
+            let small = scan_with(body.as_bytes(), read_buf, cap);
+            let small_whole = scan_with(body.as_bytes(), 1 << 20, cap);
+            prop_assert_eq!(&small, &small_whole);
+            let over = body.lines().take(if unterminated { lines.len() - 1 } else { lines.len() })
+                .filter(|l| l.len() > cap && l.contains("\"usage\"")).count() as u64;
+            prop_assert_eq!(small.1.oversized, over);
+        }
     }
 }
