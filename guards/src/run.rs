@@ -109,6 +109,10 @@ pub fn act_hook(input: &[u8], truncated: bool, opts: &HookOptions, env: &HookEnv
             "hoop act_guard: {why}; the command was allowed without a full check"
         )),
         Verdict::Block(b) => Decision::Deny(b.to_string()),
+        Verdict::Unchecked(why) => Decision::Deny(format!(
+            "hoop act_guard could not check this command ({why}), so it was blocked \
+             (fail closed). Instead: split it into simpler commands."
+        )),
     };
     render(&decision, flavor, opts)
 }

@@ -134,6 +134,29 @@ fn protected_branches_are_configurable() {
 }
 
 #[test]
+fn absurd_nesting_is_refused_unchecked_never_crashes() {
+    let cfg = ActConfig::default();
+    for n in [300usize, 100_000] {
+        let parens = format!("{}rm -rf ~{}", "( ".repeat(n), " )".repeat(n));
+        assert!(
+            matches!(act::check(&parens, &cfg), Verdict::Unchecked(_)),
+            "{n}"
+        );
+        let subst = format!("echo {}ls{}", "$(".repeat(n), ")".repeat(n));
+        assert!(
+            matches!(act::check(&subst, &cfg), Verdict::Unchecked(_)),
+            "{n}"
+        );
+    }
+    assert!(act::check("bash -c \"bash -c 'rm -rf build'\"", &cfg).is_block());
+    // `eval eval … ls`: each eval parses its arguments again.
+    let deep = format!("{}ls", "eval ".repeat(20));
+    assert!(matches!(act::check(&deep, &cfg), Verdict::Unchecked(_)));
+    let ok = format!("{}ls", "eval ".repeat(3));
+    assert_eq!(act::check(&ok, &cfg), Verdict::Allow);
+}
+
+#[test]
 fn unparsable_is_allowed_but_reported() {
     let cfg = ActConfig::default();
     assert!(matches!(act::check("ls (", &cfg), Verdict::Unparsed(_)));

@@ -139,11 +139,14 @@ pub enum Verdict {
     /// Allowed, but (part of) the text could not be parsed; the caller logs it.
     Unparsed(String),
     Block(Block),
+    /// Refused without a rule: too complex to check (fail closed).
+    Unchecked(String),
 }
 
 impl Verdict {
+    /// Does the command get refused (by a rule, or unchecked)?
     pub fn is_block(&self) -> bool {
-        matches!(self, Verdict::Block(_))
+        matches!(self, Verdict::Block(_) | Verdict::Unchecked(_))
     }
     pub fn block(&self) -> Option<&Block> {
         match self {

@@ -10,9 +10,15 @@ use tree_sitter::{Node, Parser};
 
 use super::{ActConfig, Block, Verdict, rules};
 
-/// Nested shell text deeper than this is not followed (logged as unparsed).
-/// Real commands nest two or three levels; this bounds hostile input.
+/// Shell text nested deeper than this (`bash -c` in `eval` in …) is not
+/// followed and the command is refused unchecked. Real commands nest two or
+/// three levels; this bounds hostile input.
 const MAX_DEPTH: usize = 12;
+
+/// Brackets nested deeper than this are refused unchecked before parsing:
+/// no real command nests so deep, and the syntax tree is walked
+/// recursively, so this also bounds the stack.
+const MAX_NESTING: usize = 200;
 
 /// A word after quote removal. Expansions (`$HOME`, `$(…)`) are kept as
 /// written and mark the word dynamic: its runtime value is unknown.
@@ -69,6 +75,8 @@ pub(crate) struct Analyser<'c> {
     pub cwd: Option<String>,
     pub hit: Option<Block>,
     pub unparsed: Option<String>,
+    /// Set when the command is too complex to check (refused, fail closed).
+    pub unchecked: Option<String>,
     /// Shell variables assigned a literal value earlier in the text
     /// (`a=rm; $a -rf x` runs `rm`).
     vars: Vec<(String, String)>,
@@ -82,13 +90,15 @@ pub(crate) fn analyse(text: &str, cfg: &ActConfig) -> Verdict {
         cwd: cfg.cwd.clone(),
         hit: None,
         unparsed: None,
+        unchecked: None,
         vars: Vec::new(),
     };
     a.shell(text);
-    match (a.hit, a.unparsed) {
-        (Some(b), _) => Verdict::Block(b),
-        (None, Some(why)) => Verdict::Unparsed(why),
-        (None, None) => Verdict::Allow,
+    match (a.hit, a.unchecked, a.unparsed) {
+        (Some(b), _, _) => Verdict::Block(b),
+        (None, Some(why), _) => Verdict::Unchecked(why),
+        (None, None, Some(why)) => Verdict::Unparsed(why),
+        (None, None, None) => Verdict::Allow,
     }
 }
 
@@ -99,7 +109,15 @@ impl<'c> Analyser<'c> {
             return;
         }
         if self.depth >= MAX_DEPTH {
-            self.note_unparsed("shell text nested too deep");
+            self.unchecked = Some(format!(
+                "shell code nested more than {MAX_DEPTH} levels deep"
+            ));
+            return;
+        }
+        if nesting(text) > MAX_NESTING {
+            self.unchecked = Some(format!(
+                "brackets nested more than {MAX_NESTING} levels deep"
+            ));
             return;
         }
         let mut parser = match self.parser.take() {
@@ -207,7 +225,7 @@ impl<'c> Analyser<'c> {
         let mut cursor = node.walk();
         for child in node.named_children(&mut cursor) {
             match child.kind() {
-                "command_name" | "word" | "number" => {}
+                "word" | "number" => {}
                 _ => self.walk(child, src),
             }
         }
@@ -362,6 +380,23 @@ impl<'c> Analyser<'c> {
         }
         rules::run(self, cmd, input)
     }
+}
+
+/// The deepest bracket nesting in `text` (quotes not considered: an upper
+/// bound).
+fn nesting(text: &str) -> usize {
+    let (mut depth, mut max) = (0usize, 0usize);
+    for b in text.bytes() {
+        match b {
+            b'(' | b'{' | b'[' => {
+                depth += 1;
+                max = max.max(depth);
+            }
+            b')' | b'}' | b']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    max
 }
 
 /// Replace `$name` / `${name}` of known variables; `None` if nothing changed.
