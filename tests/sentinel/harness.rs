@@ -18,8 +18,42 @@ use hoop_refbackend::Running;
 use hoop_standin::Standin;
 use serde_json::{Value, json};
 
-/// Every wait in the suite is bounded by this.
-pub const WAIT: Duration = Duration::from_secs(60);
+/// Every wait in the suite is bounded by this (generous: the machine may be
+/// busy building while the suite runs).
+pub const WAIT: Duration = Duration::from_secs(120);
+/// At most this many worlds (backend + stand-in + daemon + claude) at once:
+/// each runs a real CLI process, and a machine with few cores stalls when
+/// every test starts one together.
+const MAX_WORLDS: usize = 3;
+
+static LIVE_WORLDS: std::sync::Mutex<usize> = std::sync::Mutex::new(0);
+
+/// A slot among [`MAX_WORLDS`], released on drop.
+pub struct Slot;
+
+impl Slot {
+    async fn take() -> Slot {
+        let deadline = Instant::now() + WAIT * 10;
+        loop {
+            {
+                let mut n = LIVE_WORLDS.lock().unwrap_or_else(|e| e.into_inner());
+                if *n < MAX_WORLDS {
+                    *n += 1;
+                    return Slot;
+                }
+            }
+            assert!(Instant::now() < deadline, "no free world slot");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let mut n = LIVE_WORLDS.lock().unwrap_or_else(|e| e.into_inner());
+        *n = n.saturating_sub(1);
+    }
+}
 pub const HOME_NAME: &str = "bolt";
 
 /// The real `claude` CLI; the suite fails loudly without it.
@@ -53,6 +87,8 @@ pub struct World {
     pub root: tempfile::TempDir,
     pub home: Home,
     pub agent_client: Client,
+    /// Last: released after everything above is dropped.
+    pub _slot: Slot,
 }
 
 /// Options of the agent's `sentinel.json`.
@@ -87,6 +123,7 @@ impl Default for Opts {
 
 impl World {
     pub async fn new(opts: Opts) -> World {
+        let slot = Slot::take().await;
         let claude = opts.claude_bin.clone().unwrap_or_else(claude_bin);
         let root = tempfile::tempdir().unwrap();
         let db = root.path().join("backend.sqlite");
@@ -187,6 +224,7 @@ impl World {
         })
         .unwrap();
         World {
+            _slot: slot,
             backend_addr: backend.addr,
             backend: Some(backend),
             db,
@@ -234,14 +272,22 @@ impl World {
 
     /// The room's messages, oldest first (up to 50).
     pub async fn messages(&self) -> Vec<Message> {
-        let mut v = self
-            .agent_client
-            .messages(self.room.id, 50, None)
-            .await
-            .unwrap()
-            .messages;
-        v.reverse();
-        v
+        let deadline = Instant::now() + WAIT;
+        loop {
+            match self.agent_client.messages(self.room.id, 50, None).await {
+                Ok(p) => {
+                    let mut v = p.messages;
+                    v.reverse();
+                    return v;
+                }
+                // A busy machine or a backend being restarted: try again.
+                Err(e) if Instant::now() < deadline => {
+                    eprintln!("reading the room: {e}; retrying");
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+                Err(e) => panic!("reading the room: {e}"),
+            }
+        }
     }
 
     pub async fn agent_messages(&self) -> Vec<Message> {
