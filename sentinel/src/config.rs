@@ -29,15 +29,15 @@ use crate::constants::{NEW_ROOM_BACKLOG, REAPER_TICK, SENTINEL_CONFIG_FILE};
 
 #[derive(Debug, Error)]
 pub enum ConfigError {
-    #[error("reading {path}: {source}")]
+    #[error("reading {path}: {error}")]
     Io {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
-    #[error("parsing {path}: {source}")]
+    #[error("parsing {path}: {error}")]
     Parse {
         path: PathBuf,
-        source: serde_json::Error,
+        error: serde_json::Error,
     },
 }
 
@@ -181,11 +181,17 @@ impl SentinelConfig {
     pub fn load(home_dir: &Path) -> Result<SentinelConfig, ConfigError> {
         let path = home_dir.join(SENTINEL_CONFIG_FILE);
         let file = match std::fs::read_to_string(&path) {
-            Ok(text) => {
-                serde_json::from_str(&text).map_err(|source| ConfigError::Parse { path, source })?
-            }
+            Ok(text) => serde_json::from_str(&text).map_err(|source| ConfigError::Parse {
+                path,
+                error: source,
+            })?,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => SentinelFile::default(),
-            Err(source) => return Err(ConfigError::Io { path, source }),
+            Err(source) => {
+                return Err(ConfigError::Io {
+                    path,
+                    error: source,
+                });
+            }
         };
         Ok(SentinelConfig::resolve(file))
     }

@@ -29,8 +29,8 @@ pub const HOME_ENV: &str = "HOOP_HOME";
 
 #[derive(Debug, Error)]
 pub enum DaemonError {
-    #[error("another sentinel already runs home {home:?}: {source}")]
-    AlreadyRunning { home: String, source: LockError },
+    #[error("another sentinel already runs home {home:?}: {error}")]
+    AlreadyRunning { home: String, error: LockError },
     #[error(transparent)]
     Lock(LockError),
     #[error(transparent)]
@@ -114,7 +114,7 @@ where
         if e.is_busy() {
             DaemonError::AlreadyRunning {
                 home: home.name.clone(),
-                source: e,
+                error: e,
             }
         } else {
             DaemonError::Lock(e)

@@ -24,10 +24,10 @@ pub enum LockError {
         path: PathBuf,
         holder: String,
     },
-    #[error("opening lock file {path}: {source}")]
+    #[error("opening lock file {path}: {error}")]
     Io {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
 }
 
@@ -56,7 +56,7 @@ fn open(path: &Path) -> Result<File, LockError> {
         .open(path)
         .map_err(|source| LockError::Io {
             path: path.to_path_buf(),
-            source,
+            error: source,
         })
 }
 
@@ -81,7 +81,7 @@ fn try_take(path: &Path, what: &'static str) -> Result<File, LockError> {
         }),
         Err(TryLockError::Error(source)) => Err(LockError::Io {
             path: path.to_path_buf(),
-            source,
+            error: source,
         }),
     }
 }
@@ -92,7 +92,7 @@ pub fn account(path: &Path) -> Result<Held, LockError> {
     let pid = std::process::id();
     let io = |source| LockError::Io {
         path: path.to_path_buf(),
-        source,
+        error: source,
     };
     file.set_len(0).map_err(io)?;
     file.seek(SeekFrom::Start(0)).map_err(io)?;

@@ -21,20 +21,20 @@ use thiserror::Error;
 
 #[derive(Debug, Error)]
 pub enum StateError {
-    #[error("reading {path}: {source}")]
+    #[error("reading {path}: {error}")]
     Read {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
-    #[error("{path} is not valid ({source}); fix or move it away, then start again")]
+    #[error("{path} is not valid ({error}); fix or move it away, then start again")]
     Parse {
         path: PathBuf,
-        source: serde_json::Error,
+        error: serde_json::Error,
     },
-    #[error("writing {path}: {source}")]
+    #[error("writing {path}: {error}")]
     Write {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
 }
 
@@ -42,12 +42,12 @@ fn load<T: DeserializeOwned + Default>(path: &Path) -> Result<T, StateError> {
     match std::fs::read_to_string(path) {
         Ok(text) => serde_json::from_str(&text).map_err(|source| StateError::Parse {
             path: path.to_path_buf(),
-            source,
+            error: source,
         }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(T::default()),
         Err(source) => Err(StateError::Read {
             path: path.to_path_buf(),
-            source,
+            error: source,
         }),
     }
 }
@@ -55,7 +55,7 @@ fn load<T: DeserializeOwned + Default>(path: &Path) -> Result<T, StateError> {
 fn save<T: Serialize>(path: &Path, value: &T) -> Result<(), StateError> {
     write_json_atomic(path, value, WriteOptions::default()).map_err(|source| StateError::Write {
         path: path.to_path_buf(),
-        source,
+        error: source,
     })
 }
 
