@@ -149,6 +149,22 @@ fn absurd_nesting_is_refused_unchecked_never_crashes() {
         );
     }
     assert!(act::check("bash -c \"bash -c 'rm -rf build'\"", &cfg).is_block());
+    // `a && b && …` nests one tree level per operator.
+    let chain = format!("{}rm -rf build", "true && ".repeat(20_000));
+    assert!(matches!(act::check(&chain, &cfg), Verdict::Unchecked(_)));
+    let short = format!("{}rm -rf build", "true && ".repeat(50));
+    assert!(act::check(&short, &cfg).block().is_some());
+    let huge = "ls; ".repeat(200_000);
+    assert!(matches!(act::check(&huge, &cfg), Verdict::Unchecked(_)));
+    // Error recovery that would take seconds is cut off.
+    let t = std::time::Instant::now();
+    let slow = "a | ".repeat(20_000);
+    assert!(matches!(act::check(&slow, &cfg), Verdict::Unchecked(_)));
+    assert!(
+        t.elapsed() < std::time::Duration::from_secs(5),
+        "{:?}",
+        t.elapsed()
+    );
     // `eval eval … ls`: each eval parses its arguments again.
     let deep = format!("{}ls", "eval ".repeat(20));
     assert!(matches!(act::check(&deep, &cfg), Verdict::Unchecked(_)));

@@ -6,7 +6,10 @@
 //! heredoc fed to a shell, `| sh`, `watch`, `env -S`) is parsed again,
 //! recursively, up to [`MAX_DEPTH`].
 
-use tree_sitter::{Node, Parser};
+use std::ops::ControlFlow;
+use std::time::{Duration, Instant};
+
+use tree_sitter::{Node, ParseOptions, Parser};
 
 use super::{ActConfig, Block, Verdict, rules};
 
@@ -19,6 +22,23 @@ const MAX_DEPTH: usize = 12;
 /// no real command nests so deep, and the syntax tree is walked
 /// recursively, so this also bounds the stack.
 const MAX_NESTING: usize = 200;
+
+/// Time allowed for parsing one command line (all nested shell text
+/// included). Real commands parse in microseconds; this bounds hostile input
+/// that drives the parser's error recovery super-linear. Past it the command
+/// is refused unchecked.
+const PARSE_BUDGET: Duration = Duration::from_millis(300);
+
+/// Syntax-tree depth beyond which the command is refused unchecked:
+/// `a && b && …` chains nest one level per operator, and the tree is walked
+/// recursively (this bounds the stack, including 2 MiB test threads).
+const MAX_TREE_DEPTH: usize = 1000;
+
+/// Commands longer than this are refused unchecked: parsing is linear but
+/// costs up to ~8 µs and kilobytes of memory per pipeline stage, and no
+/// command an agent types is this long (files are written with the Write
+/// tool, not megabyte heredocs).
+const MAX_COMMAND_BYTES: usize = 512 * 1024;
 
 /// A word after quote removal. Expansions (`$HOME`, `$(…)`) are kept as
 /// written and mark the word dynamic: its runtime value is unknown.
@@ -77,6 +97,10 @@ pub(crate) struct Analyser<'c> {
     pub unparsed: Option<String>,
     /// Set when the command is too complex to check (refused, fail closed).
     pub unchecked: Option<String>,
+    /// Current recursion depth over the syntax tree.
+    tree_depth: usize,
+    /// When parsing must stop ([`PARSE_BUDGET`] after the check began).
+    deadline: Instant,
     /// Shell variables assigned a literal value earlier in the text
     /// (`a=rm; $a -rf x` runs `rm`).
     vars: Vec<(String, String)>,
@@ -91,6 +115,8 @@ pub(crate) fn analyse(text: &str, cfg: &ActConfig) -> Verdict {
         hit: None,
         unparsed: None,
         unchecked: None,
+        tree_depth: 0,
+        deadline: Instant::now() + PARSE_BUDGET,
         vars: Vec::new(),
     };
     a.shell(text);
@@ -114,6 +140,10 @@ impl<'c> Analyser<'c> {
             ));
             return;
         }
+        if text.len() > MAX_COMMAND_BYTES {
+            self.unchecked = Some(format!("it is longer than {MAX_COMMAND_BYTES} bytes"));
+            return;
+        }
         if nesting(text) > MAX_NESTING {
             self.unchecked = Some(format!(
                 "brackets nested more than {MAX_NESTING} levels deep"
@@ -135,18 +165,42 @@ impl<'c> Analyser<'c> {
         // (undefined, and a crash, above 255). Parse an ASCII copy with the
         // same byte offsets; every non-ASCII byte becomes a word character,
         // which is what bash makes of it too. Text is read from `text`.
-        let tree = if text.is_ascii() {
-            parser.parse(text, None)
-        } else {
-            let ascii: Vec<u8> = text
-                .bytes()
+        let ascii: Option<Vec<u8>> = (!text.is_ascii()).then(|| {
+            text.bytes()
                 .map(|b| if b.is_ascii() { b } else { b'x' })
-                .collect();
-            parser.parse(&ascii, None)
+                .collect()
+        });
+        let bytes: &[u8] = ascii.as_deref().unwrap_or(text.as_bytes());
+        // Error recovery is super-linear on some inputs (a long pipeline
+        // ending in `|`): the parse is cancelled at the deadline.
+        let deadline = self.deadline;
+        let mut out_of_time = false;
+        let mut progress = |_: &tree_sitter::ParseState| {
+            if Instant::now() >= deadline {
+                out_of_time = true;
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
         };
+        let tree = parser.parse_with_options(
+            &mut |i, _| bytes.get(i..).unwrap_or(&[]),
+            None,
+            Some(ParseOptions::new().progress_callback(&mut progress)),
+        );
+        if tree.is_none() {
+            parser.reset();
+        }
         self.parser = Some(parser);
         let Some(tree) = tree else {
-            self.note_unparsed("the shell parser gave no tree");
+            if out_of_time {
+                self.unchecked = Some(format!(
+                    "parsing it took longer than {} ms",
+                    PARSE_BUDGET.as_millis()
+                ));
+            } else {
+                self.note_unparsed("the shell parser gave no tree");
+            }
             return;
         };
         let root = tree.root_node();
@@ -173,9 +227,21 @@ impl<'c> Analyser<'c> {
     }
 
     fn walk(&mut self, node: Node<'_>, src: &str) {
-        if self.hit.is_some() {
+        if self.hit.is_some() || self.unchecked.is_some() {
             return;
         }
+        if self.tree_depth >= MAX_TREE_DEPTH {
+            self.unchecked = Some(format!(
+                "the command nests more than {MAX_TREE_DEPTH} levels deep"
+            ));
+            return;
+        }
+        self.tree_depth += 1;
+        self.walk_node(node, src);
+        self.tree_depth -= 1;
+    }
+
+    fn walk_node(&mut self, node: Node<'_>, src: &str) {
         match node.kind() {
             "comment" | "heredoc_start" | "heredoc_end" | "heredoc_content" => {}
             "command" => {
@@ -233,6 +299,17 @@ impl<'c> Analyser<'c> {
 
     /// One pipeline stage (or a lone statement) given what flows into it.
     fn stage(&mut self, node: Node<'_>, src: &str, input: Flow, stdin: Option<&str>) -> Flow {
+        if self.tree_depth >= MAX_TREE_DEPTH {
+            self.walk(node, src); // records the refusal
+            return Flow::default();
+        }
+        self.tree_depth += 1;
+        let out = self.stage_node(node, src, input, stdin);
+        self.tree_depth -= 1;
+        out
+    }
+
+    fn stage_node(&mut self, node: Node<'_>, src: &str, input: Flow, stdin: Option<&str>) -> Flow {
         match node.kind() {
             "command" => {
                 let cmd = build_cmd(node, src, stdin);
