@@ -250,7 +250,7 @@ fn unreadable_payloads_fail_closed_and_other_tools_pass() {
     let o = env.run(&["guard", "act"], b"not json");
     assert_eq!(o.code, 2);
     assert!(o.stderr.contains("fail closed"));
-    let big = vec![b' '; hoop_core_cap() + 10];
+    let big = vec![b' '; hoop_core::limits::HOOK_STDIN_CAP_BYTES + 10];
     let o = env.run(&["guard", "act"], &big);
     assert_eq!(o.code, 2, "an oversized payload is not parsed");
     let mut v: Value = serde_json::from_str(CLAUDE_PRE).unwrap();
@@ -258,10 +258,6 @@ fn unreadable_payloads_fail_closed_and_other_tools_pass() {
     v["tool_input"] = json!({"file_path": "/etc/passwd"});
     let o = env.run(&["guard", "act"], &serde_json::to_vec(&v).unwrap());
     assert_eq!((o.code, o.stdout.as_str()), (0, ""));
-}
-
-fn hoop_core_cap() -> usize {
-    4 * 1024 * 1024
 }
 
 #[test]
