@@ -40,6 +40,14 @@ const MAX_TREE_DEPTH: usize = 1000;
 /// tool, not megabyte heredocs).
 const MAX_COMMAND_BYTES: usize = 512 * 1024;
 
+/// Commands with more `|` characters than this are refused unchecked before
+/// parsing. tree-sitter-bash's cost grows with the square of a pipeline's
+/// length (measured: 2,000 stages ~160 ms, 20,000 stages ~15 s), and the
+/// time goes into one internal step that the parse deadline cannot
+/// interrupt. A real command has a handful of stages; a thousand `|` also
+/// covers pipes inside quoted text.
+const MAX_PIPES: usize = 1000;
+
 /// A word after quote removal. Expansions (`$HOME`, `$(…)`) are kept as
 /// written and mark the word dynamic: its runtime value is unknown.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -142,6 +150,10 @@ impl<'c> Analyser<'c> {
         }
         if text.len() > MAX_COMMAND_BYTES {
             self.unchecked = Some(format!("it is longer than {MAX_COMMAND_BYTES} bytes"));
+            return;
+        }
+        if text.bytes().filter(|b| *b == b'|').count() > MAX_PIPES {
+            self.unchecked = Some(format!("it has more than {MAX_PIPES} `|` characters"));
             return;
         }
         if nesting(text) > MAX_NESTING {
