@@ -165,6 +165,7 @@ where
         me: me.clone(),
         cfg: cfg.clone(),
         current_card: current_card.clone(),
+        warm_parts: std::sync::Mutex::new(None),
     });
     let connected = Arc::new(AtomicBool::new(false));
     let (kick_tx, kick_rx) = tokio::sync::mpsc::unbounded_channel();

@@ -230,6 +230,28 @@ pub struct PartsNeeded {
     pub multi_ai: bool,
 }
 
+impl PartsNeeded {
+    /// Every part either side needs.
+    pub fn union(self, other: PartsNeeded) -> PartsNeeded {
+        PartsNeeded {
+            workroom: self.workroom || other.workroom,
+            multi_ai: self.multi_ai || other.multi_ai,
+        }
+    }
+}
+
+/// The parts a turn's preamble carries. A changed preamble restarts the
+/// warm agent process (it is fixed by `--append-system-prompt` at spawn),
+/// and the warm process is the main cost lever (prompt-cache reads). So
+/// while a process is warm (`warm` = the parts it was started with) parts
+/// only accumulate: a part that does not apply this round stays, which is
+/// harmless because each part says when it applies and the instructions say
+/// which rooms are workrooms or have several AIs. A cold start uses exactly
+/// what the round needs.
+pub fn preamble_parts(warm: Option<PartsNeeded>, needed: PartsNeeded) -> PartsNeeded {
+    warm.map_or(needed, |w| w.union(needed))
+}
+
 /// `rerun`: the round repeats one that did not finish with a 0 exit.
 pub fn parts_needed(wakes: &[Wake], rerun: bool) -> PartsNeeded {
     PartsNeeded {
@@ -777,6 +799,33 @@ mod tests {
                 proptest::prop_assert!(p.fresh.iter().all(|m| cursor.is_none_or(|c| m.id > c)));
                 proptest::prop_assert!(p.fresh.windows(2).all(|w| w[0].id < w[1].id));
             }
+        }
+    }
+
+    #[test]
+    fn preamble_parts_only_accumulate_while_warm() {
+        let none = PartsNeeded::default();
+        let wr = PartsNeeded {
+            workroom: true,
+            multi_ai: false,
+        };
+        let ai = PartsNeeded {
+            workroom: false,
+            multi_ai: true,
+        };
+        let both = PartsNeeded {
+            workroom: true,
+            multi_ai: true,
+        };
+        let cases = [
+            (None, wr, wr, "cold: exactly what is needed"),
+            (None, none, none, "cold, plain room"),
+            (Some(wr), none, wr, "warm: a part is kept"),
+            (Some(wr), ai, both, "warm: a part is added"),
+            (Some(both), none, both, "warm: nothing is dropped"),
+        ];
+        for (warm, needed, want, why) in cases {
+            assert_eq!(preamble_parts(warm, needed), want, "{why}");
         }
     }
 }

@@ -68,6 +68,9 @@ pub struct RoundCtx {
     pub me: User,
     pub cfg: SentinelConfig,
     pub current_card: CurrentCard,
+    /// The prompt parts the live agent process was started with (see
+    /// [`plan::preamble_parts`]); meaningful only while a process is live.
+    pub warm_parts: std::sync::Mutex<Option<plan::PartsNeeded>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -201,7 +204,16 @@ async fn turn<A: Agent>(
     streak: &mut Streak,
 ) -> (TurnClass, AfterTurn) {
     let rerun = streak.is_rerun();
-    let parts = parts_for(plan::parts_needed(wakes, rerun));
+    let needed = plan::parts_needed(wakes, rerun);
+    let live = agent.lock().await.idle_for().is_some();
+    let warm = if live {
+        *ctx.warm_parts.lock().unwrap_or_else(|e| e.into_inner())
+    } else {
+        None
+    };
+    let chosen = plan::preamble_parts(warm, needed);
+    *ctx.warm_parts.lock().unwrap_or_else(|e| e.into_inner()) = Some(chosen);
+    let parts = parts_for(chosen);
     let prompts = PromptSet::load(&ctx.home.prompts_dir(), &ctx.home.task_path());
     let preamble = prompts.preamble(&parts);
     let ictx = InstructionCtx {

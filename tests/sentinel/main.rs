@@ -156,7 +156,7 @@ async fn multi_ai_room_without_a_mention_advances_without_waking() {
     assert!(
         req.system_blocks()
             .join("\n")
-            .contains("Several AIs are members"),
+            .contains("several AIs are members (the instructions say which rooms)"),
         "multi_ai part in the preamble"
     );
 }
