@@ -3,19 +3,19 @@
 //! CLI through one turn at a time, and commits a conversation's cursor only
 //! after a turn that exited 0 — so no message is lost and none answered twice.
 
+pub mod agent;
+pub mod compaction;
 pub mod config;
 pub mod constants;
+pub mod context;
+pub mod daemon;
+pub mod driver;
+pub mod driver_agent;
 pub mod lock;
 pub mod plan;
 pub mod policy;
 pub mod prompts;
-pub mod state;
-pub mod agent;
-pub mod daemon;
 pub mod round;
-pub mod tasks;
-pub mod compaction;
-pub mod context;
-pub mod driver;
+pub mod state;
 pub mod switches;
-pub mod driver_agent;
+pub mod tasks;
