@@ -435,25 +435,18 @@ async fn demo(args: &Args, claude: &Path, found: &str) -> anyhow::Result<ExitCod
 }
 
 /// The demo's temporary root, removed on drop.
-struct TempRoot(PathBuf);
+struct TempRoot(tempfile::TempDir);
 
 impl TempRoot {
     fn create() -> anyhow::Result<TempRoot> {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos());
-        let p = std::env::temp_dir().join(format!("hoop-demo-{}-{nanos}", std::process::id()));
-        std::fs::create_dir_all(&p).with_context(|| format!("creating {}", p.display()))?;
-        Ok(TempRoot(p))
+        let dir = tempfile::Builder::new()
+            .prefix("hoop-demo-")
+            .tempdir()
+            .context("creating the demo's temporary directory")?;
+        Ok(TempRoot(dir))
     }
     fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for TempRoot {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+        self.0.path()
     }
 }
 
