@@ -25,7 +25,7 @@ use hoop_core::limits;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::constants::{NEW_ROOM_BACKLOG, REAPER_TICK, SENTINEL_CONFIG_FILE};
+use crate::constants::{HEARTBEAT_RETRY, NEW_ROOM_BACKLOG, REAPER_TICK, SENTINEL_CONFIG_FILE};
 
 #[derive(Debug, Error)]
 pub enum ConfigError {
@@ -87,6 +87,12 @@ pub struct TimingsFile {
     pub ws_backoff_max_ms: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reaper_tick_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heartbeat_retry_ms: Option<u64>,
+    /// Replaces the backend's `next_beat_sec` (tests only: a minute is too
+    /// long to watch a run of failures).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heartbeat_ms: Option<u64>,
 }
 
 /// The daemon's clocks, resolved.
@@ -99,6 +105,9 @@ pub struct Timings {
     pub ws_backoff_start: Duration,
     pub ws_backoff_max: Duration,
     pub reaper_tick: Duration,
+    pub heartbeat_retry: Duration,
+    /// `None`: follow the backend's `next_beat_sec` (with the floor).
+    pub heartbeat_every: Option<Duration>,
 }
 
 impl Default for Timings {
@@ -111,6 +120,8 @@ impl Default for Timings {
             ws_backoff_start: limits::WS_BACKOFF_START,
             ws_backoff_max: limits::WS_BACKOFF_MAX,
             reaper_tick: REAPER_TICK,
+            heartbeat_retry: HEARTBEAT_RETRY,
+            heartbeat_every: None,
         }
     }
 }
@@ -130,6 +141,8 @@ impl Timings {
             ws_backoff_start: f.ws_backoff_start_ms.map_or(d.ws_backoff_start, ms),
             ws_backoff_max: f.ws_backoff_max_ms.map_or(d.ws_backoff_max, ms),
             reaper_tick: f.reaper_tick_ms.map_or(d.reaper_tick, ms),
+            heartbeat_retry: f.heartbeat_retry_ms.map_or(d.heartbeat_retry, ms),
+            heartbeat_every: f.heartbeat_ms.map(ms),
         }
     }
 }

@@ -191,7 +191,7 @@ where
         connected.clone(),
         status,
     ));
-    set.spawn(tasks::heartbeat::run(client.clone()));
+    set.spawn(tasks::heartbeat::run(client.clone(), cfg.timings.clone()));
     set.spawn(tasks::lease::run(client.clone(), current_card));
     set.spawn(tasks::reaper::run(
         agent.clone(),

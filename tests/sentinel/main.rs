@@ -456,3 +456,66 @@ async fn a_turn_that_runs_out_of_time_is_a_failure_not_a_death() {
     d.wait_log("📌 cursor committed").await;
     assert!(w.cursor() >= Some(asked.id));
 }
+
+/// The log without terminal colour codes (fields read `name=value`).
+fn plain(log: &str) -> String {
+    let mut out = String::with_capacity(log.len());
+    let mut chars = log.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            // ESC [ … final byte in @..~
+            for d in chars.by_ref() {
+                if ('@'..='~').contains(&d) && d != '[' {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn heartbeat_failures_are_logged_on_the_1st_10th_and_100th_only() {
+    let mut w = World::new(Opts {
+        timings: serde_json::json!({
+            "heartbeat_ms": 50,
+            "heartbeat_retry_ms": 5,
+            "ws_backoff_start_ms": 200,
+            "ws_backoff_max_ms": 1000,
+        }),
+        ..Opts::default()
+    })
+    .await;
+    let mut d = w.spawn();
+    d.ready().await;
+    w.stop_backend().await;
+    d.wait_log("heartbeat failed").await;
+    until("a hundred failed beats in a row", || async {
+        plain(&d.log_text()).contains("consecutive=100 ")
+    })
+    .await;
+    w.start_backend().await;
+    d.wait_log("heartbeat recovered").await;
+    let log = plain(&d.log_text());
+    let logged: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("heartbeat failed"))
+        .collect();
+    assert_eq!(logged.len(), 3, "only the 1st, 10th and 100th:\n{log}");
+    for (line, n) in logged.iter().zip([1, 10, 100]) {
+        assert!(line.contains(&format!("consecutive={n} ")), "{line}");
+    }
+    let recovered = log
+        .lines()
+        .find(|l| l.contains("heartbeat recovered"))
+        .expect("recovered line");
+    let after: u64 = recovered
+        .split("after=")
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .and_then(|s| s.parse().ok())
+        .expect("after=N");
+    assert!(after >= 100, "{recovered}");
+}

@@ -7,10 +7,12 @@ use std::sync::Arc;
 
 use hoop_api::rest::Client;
 
-use crate::constants::HEARTBEAT_RETRY;
+use crate::config::Timings;
 use crate::policy::{heartbeat_delay, log_heartbeat_failure};
 
-pub async fn run(client: Arc<Client>) {
+/// `timings`: the wait after a failed beat, and an optional fixed cadence
+/// that replaces the backend's (tests only).
+pub async fn run(client: Arc<Client>, timings: Timings) {
     let mut failures: u64 = 0;
     loop {
         let wait = match client.heartbeat().await {
@@ -19,14 +21,16 @@ pub async fn run(client: Arc<Client>) {
                     tracing::info!(after = failures, "heartbeat recovered");
                 }
                 failures = 0;
-                heartbeat_delay(r.next_beat_sec)
+                timings
+                    .heartbeat_every
+                    .unwrap_or_else(|| heartbeat_delay(r.next_beat_sec))
             }
             Err(e) => {
                 failures += 1;
                 if log_heartbeat_failure(failures) {
                     tracing::warn!(consecutive = failures, error = %e, "heartbeat failed");
                 }
-                HEARTBEAT_RETRY
+                timings.heartbeat_retry
             }
         };
         tokio::time::sleep(wait).await;
