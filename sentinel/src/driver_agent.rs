@@ -30,9 +30,11 @@ impl DriverAgent {
             allowed_tools: setup.allowed_tools,
         };
         cfg.turn_timeout = setup.turn_timeout;
+        let pid_file = setup.home.dir().join(AGENT_PID_FILE);
+        cfg.pid_file = Some(pid_file.clone());
         DriverAgent {
             driver: Driver::new(cfg),
-            pid_file: setup.home.dir().join(AGENT_PID_FILE),
+            pid_file,
         }
     }
 

@@ -319,6 +319,40 @@ async fn a_timed_out_turn_is_a_timeout_and_the_process_is_gone() {
 }
 
 #[tokio::test]
+async fn the_pid_file_names_the_process_while_its_first_turn_is_still_running() {
+    let rig = Rig::new().await;
+    let mut cfg = rig.config();
+    let pid_file = rig.home.dir().join("agent.pid");
+    cfg.pid_file = Some(pid_file.clone());
+    cfg.turn_timeout = Duration::from_secs(8);
+    let mut d = hoop_sentinel::driver::Driver::new(cfg);
+    rig.standin
+        .push(Reply::text("too late").delayed(Duration::from_secs(120)));
+    let turn = tokio::spawn(async move {
+        let r = d.run_turn(PREAMBLE, &msg("slow")).await;
+        (r, d)
+    });
+    // A daemon killed now must still find the process: the pid is on disk
+    // before the turn ends, not only between turns.
+    let read_pid = || {
+        std::fs::read_to_string(&pid_file)
+            .ok()
+            .and_then(|t| t.trim().parse::<u32>().ok())
+    };
+    assert!(
+        rig::eventually(Duration::from_secs(30), || read_pid()
+            .is_some_and(rig::alive))
+        .await,
+        "no live pid recorded while the turn runs"
+    );
+    assert!(!turn.is_finished(), "the turn was still running");
+    let (r, mut d) = turn.await.unwrap();
+    assert_eq!(r.outcome, Outcome::Timeout, "{r:?}");
+    d.stop().await;
+    rig.done().await;
+}
+
+#[tokio::test]
 async fn usage_numbers_per_turn_are_the_model_apis_numbers() {
     let rig = Rig::new().await;
     let mut d = rig.driver();

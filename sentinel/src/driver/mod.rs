@@ -47,6 +47,7 @@ pub mod stream;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use hoop_core::fsutil::write_atomic;
 use hoop_core::home::Home;
 use hoop_core::limits::TURN_TIMEOUT;
 use hoop_core::transcript::Usage;
@@ -147,6 +148,10 @@ pub struct DriverConfig {
     pub model: String,
     /// `--model` for minting a fresh session.
     pub fresh_session_model: String,
+    /// Where to record each agent process's pid the moment it starts, so a
+    /// daemon started after a crash can stop a process the dead one left
+    /// running even when it died in the middle of a turn.
+    pub pid_file: Option<PathBuf>,
 }
 
 /// Whether an environment variable's value must never be shown.
@@ -182,6 +187,7 @@ impl std::fmt::Debug for DriverConfig {
             .field("kill_grace", &self.kill_grace)
             .field("model", &self.model)
             .field("fresh_session_model", &self.fresh_session_model)
+            .field("pid_file", &self.pid_file)
             .finish()
     }
 }
@@ -198,6 +204,7 @@ impl DriverConfig {
             kill_grace: KILL_GRACE,
             model: DEFAULT_TURN_MODEL.into(),
             fresh_session_model: DEFAULT_FRESH_SESSION_MODEL.into(),
+            pid_file: None,
         }
     }
 }
@@ -465,6 +472,12 @@ impl Driver {
             Ok(p) => {
                 self.spawns += 1;
                 report.spawned += 1;
+                if let (Some(path), Some(pid)) = (&self.cfg.pid_file, p.pid()) {
+                    let text = format!("{pid}\n");
+                    if let Err(e) = write_atomic(path, text.as_bytes(), Default::default()) {
+                        tracing::warn!(error = %e, "cannot record the agent's pid");
+                    }
+                }
                 Ok(p)
             }
             Err(e) => Err(Outcome::Failed {
