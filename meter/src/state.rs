@@ -120,9 +120,8 @@ impl W {
         self.u32(s.len() as u32);
         self.0.extend_from_slice(s.as_bytes());
     }
-    fn rec(&mut self, r: &Rec) {
-        self.0.extend_from_slice(&r.key.to_le_bytes());
-        let u = &r.usage;
+    /// The six token numbers, in `Usage`'s field order.
+    fn usage(&mut self, u: &Usage) {
         for v in [
             u.input,
             u.cache_write_5m,
@@ -133,6 +132,10 @@ impl W {
         ] {
             self.u64(v);
         }
+    }
+    fn rec(&mut self, r: &Rec) {
+        self.0.extend_from_slice(&r.key.to_le_bytes());
+        self.usage(&r.usage);
         self.i64(r.ts_ms);
         self.u32(r.model);
         self.u32(r.session);
@@ -171,16 +174,20 @@ impl<'a> R<'a> {
         let n = self.u32()? as usize;
         String::from_utf8(self.take(n)?.to_vec()).ok()
     }
-    fn rec(&mut self, nstrings: u32) -> Option<Rec> {
-        let key = u128::from_le_bytes(self.take(16)?.try_into().ok()?);
-        let usage = Usage {
+    /// The six token numbers, as [`W::usage`] wrote them.
+    fn usage(&mut self) -> Option<Usage> {
+        Some(Usage {
             input: self.u64()?,
             cache_write_5m: self.u64()?,
             cache_write_1h: self.u64()?,
             cache_write_unsplit: self.u64()?,
             cache_read: self.u64()?,
             output: self.u64()?,
-        };
+        })
+    }
+    fn rec(&mut self, nstrings: u32) -> Option<Rec> {
+        let key = u128::from_le_bytes(self.take(16)?.try_into().ok()?);
+        let usage = self.usage()?;
         let r = Rec {
             key,
             usage,
@@ -240,17 +247,7 @@ impl State {
                 }
                 w.u32(m.entries.len() as u32);
                 for e in &m.entries {
-                    let u = &e.usage;
-                    for v in [
-                        u.input,
-                        u.cache_write_5m,
-                        u.cache_write_1h,
-                        u.cache_write_unsplit,
-                        u.cache_read,
-                        u.output,
-                    ] {
-                        w.u64(v);
-                    }
+                    w.usage(&e.usage);
                     w.i64(e.ts_ms);
                     w.u32(e.model);
                     w.u32(e.session);
@@ -317,14 +314,7 @@ impl State {
                 }
                 let mut entries = Vec::with_capacity(ne);
                 for _ in 0..ne {
-                    let usage = Usage {
-                        input: r.u64()?,
-                        cache_write_5m: r.u64()?,
-                        cache_write_1h: r.u64()?,
-                        cache_write_unsplit: r.u64()?,
-                        cache_read: r.u64()?,
-                        output: r.u64()?,
-                    };
+                    let usage = r.usage()?;
                     let e = Entry {
                         usage,
                         ts_ms: r.i64()?,

@@ -1519,31 +1519,33 @@ fn is_remote_copy_dest(t: &str) -> bool {
     }
 }
 
+/// The arguments without the sender's exempt options and the value each one
+/// takes (`-o out.txt`: where the answer goes, not what is sent).
+fn without_exempt_options<'a>(args: &'a [Word], exempt: &[&str]) -> Vec<&'a Word> {
+    let mut out = Vec::new();
+    let mut words = args.iter();
+    while let Some(w) = words.next() {
+        if exempt.contains(&w.text.as_str()) {
+            words.next();
+        } else {
+            out.push(w);
+        }
+    }
+    out
+}
+
 fn steal(name: &str, argv: &[Word], cmd: &Cmd, input: &Flow, hits: &mut Vec<Hit>) {
     let Some(kind) = sender_kind(name, argv) else {
         return;
     };
     let exempt = exempt_opts(kind);
     // Is the destination off the machine?
-    let args: Vec<&Word> = argv[1..].iter().collect();
-    let positional: Vec<&Word> = {
-        let mut v = Vec::new();
-        let mut skip = false;
-        for w in &args {
-            if skip {
-                skip = false;
-                continue;
-            }
-            if exempt.contains(&w.text.as_str()) {
-                skip = true;
-                continue;
-            }
-            if !w.text.starts_with('-') {
-                v.push(*w);
-            }
-        }
-        v
-    };
+    let args = without_exempt_options(&argv[1..], exempt);
+    let positional: Vec<&Word> = args
+        .iter()
+        .copied()
+        .filter(|w| !w.text.starts_with('-'))
+        .collect();
     let remote = match kind {
         Sender::Always => true,
         Sender::Url => {
@@ -1589,25 +1591,14 @@ fn steal(name: &str, argv: &[Word], cmd: &Cmd, input: &Flow, hits: &mut Vec<Hit>
         let candidates: Vec<&Word> = match kind {
             // Only the sources, not the destination.
             Sender::Copy => positional[..positional.len().saturating_sub(1)].to_vec(),
-            _ => {
-                let mut v = Vec::new();
-                let mut skip = false;
-                for w in &args {
-                    if skip {
-                        skip = false;
-                        continue;
-                    }
-                    if exempt.contains(&w.text.as_str()) {
-                        skip = true;
-                        continue;
-                    }
-                    if w.text.contains("://") && !w.text.contains("$(") && !w.text.contains('`') {
-                        continue;
-                    }
-                    v.push(*w);
-                }
-                v
-            }
+            // Everything but a literal destination URL.
+            _ => args
+                .iter()
+                .copied()
+                .filter(|w| {
+                    !(w.text.contains("://") && !w.text.contains("$(") && !w.text.contains('`'))
+                })
+                .collect(),
         };
         if let Some(w) = candidates.iter().find(|w| mentions_secret(&w.text)) {
             leaked = Some(format!("`{}`", w.text));

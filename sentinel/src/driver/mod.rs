@@ -316,6 +316,19 @@ struct Attempt {
     exit: Option<ExitInfo>,
 }
 
+/// A finished attempt, classified from everything the process left behind.
+fn judge(log: TurnLog, exit: Option<ExitInfo>, timed_out: bool, stderr: &str) -> Attempt {
+    let outcome = classify(&Evidence {
+        exit,
+        result: log.result.as_ref(),
+        assistant_error: log.assistant_error.as_deref(),
+        rate_limit_rejected: log.rate_limit_rejected,
+        stderr,
+        timed_out,
+    });
+    Attempt { outcome, log, exit }
+}
+
 fn user_line(content: &str) -> String {
     json!({"type": "user", "message": {"role": "user", "content": content}}).to_string()
 }
@@ -709,16 +722,7 @@ impl Driver {
                     None => (Some(proc.kill(grace).await), false),
                 },
             };
-            let stderr = proc.stderr_text();
-            let outcome = classify(&Evidence {
-                exit,
-                result: log.result.as_ref(),
-                assistant_error: log.assistant_error.as_deref(),
-                rate_limit_rejected: log.rate_limit_rejected,
-                stderr: &stderr,
-                timed_out,
-            });
-            Attempt { outcome, log, exit }
+            judge(log, exit, timed_out, &proc.stderr_text())
         }
     }
 
@@ -752,15 +756,7 @@ impl Driver {
         if gone {
             self.live = None;
         }
-        let outcome = classify(&Evidence {
-            exit,
-            result: log.result.as_ref(),
-            assistant_error: log.assistant_error.as_deref(),
-            rate_limit_rejected: log.rate_limit_rejected,
-            stderr: &stderr,
-            timed_out,
-        });
-        Attempt { outcome, log, exit }
+        judge(log, exit, timed_out, &stderr)
     }
 
     /// Send `/compact` to the live process and read its result. `Some` when
