@@ -856,7 +856,8 @@ fn place_text(a: &Analyser<'_>, t: &str, depth: u8) -> Place {
             && (rest.is_empty() || rest.starts_with('/'))
         {
             let comps = normalise(rest);
-            return if comps.is_empty() || comps.first().is_some_and(|c| c == "..") {
+            // `..` may climb out of the temp dir: not known to stay inside.
+            return if comps.is_empty() || rest.split('/').any(|c| c == "..") {
                 Place::Other
             } else {
                 Place::Temp

@@ -384,7 +384,7 @@ pub(crate) fn drop_tool(name: &str, argv: &[Word]) -> Option<String> {
         }
         // redis-cli [OPTIONS] COMMAND …: FLUSHALL / FLUSHDB.
         "redis-cli"
-            if args.iter().any(|t| {
+            if redis_command(&args).is_some_and(|t| {
                 t.eq_ignore_ascii_case("flushall") || t.eq_ignore_ascii_case("flushdb")
             }) =>
         {
@@ -398,6 +398,27 @@ pub(crate) fn drop_tool(name: &str, argv: &[Word]) -> Option<String> {
             .next(),
         _ => None,
     }
+}
+
+/// redis-cli's command word: the first argument after its options
+/// (`-h HOST`, `-p PORT`, `-a PASS`, `-n DB`, … take a value).
+fn redis_command<'a>(args: &[&'a str]) -> Option<&'a str> {
+    const TAKES: &[&str] = &[
+        "-h", "-p", "-a", "-n", "-u", "-s", "-r", "-i", "-d", "--user", "--pass", "--cacert",
+        "--cert", "--key", "--sni",
+    ];
+    let mut k = 0;
+    while k < args.len() {
+        let t = args[k];
+        if TAKES.contains(&t) {
+            k += 2;
+        } else if t.starts_with('-') {
+            k += 1;
+        } else {
+            return Some(t);
+        }
+    }
+    None
 }
 
 #[cfg(test)]
