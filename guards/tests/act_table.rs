@@ -5,19 +5,41 @@
 
 use hoop_guards::act::{self, ActConfig, Verdict};
 
-/// One row of the table: the expected rule (None = allow) and the command.
-pub fn cases() -> Vec<(Option<String>, String)> {
+/// One row of the table.
+pub struct Row {
+    /// The rule that must block; None = allow.
+    pub want: Option<String>,
+    pub class: String,
+    /// `natural` or `adversarial`.
+    pub origin: String,
+    pub cmd: String,
+}
+
+pub fn rows() -> Vec<Row> {
     let text = include_str!("data/act_cases.tsv");
     text.lines()
         .filter(|l| !l.starts_with('#') && !l.is_empty())
         .map(|l| {
-            let (want, cmd) = l
-                .split_once('\t')
-                .expect("a TAB separates verdict and command");
-            let want = (want != "allow").then(|| want.to_string());
-            (want, cmd.replace('⏎', "\n"))
+            let mut cols = l.splitn(4, '\t');
+            let mut col = || cols.next().expect("four TAB-separated columns");
+            let (want, class, origin, cmd) = (col(), col(), col(), col());
+            assert!(
+                matches!(origin, "natural" | "adversarial"),
+                "origin {origin:?} in {l:?}"
+            );
+            Row {
+                want: (want != "allow").then(|| want.to_string()),
+                class: class.to_string(),
+                origin: origin.to_string(),
+                cmd: cmd.replace('⏎', "\n"),
+            }
         })
         .collect()
+}
+
+/// The expected rule (None = allow) and the command of every row.
+pub fn cases() -> Vec<(Option<String>, String)> {
+    rows().into_iter().map(|r| (r.want, r.cmd)).collect()
 }
 
 #[test]

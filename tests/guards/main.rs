@@ -82,7 +82,9 @@ fn table() -> Vec<(Option<String>, String)> {
         .lines()
         .filter(|l| !l.starts_with('#') && !l.is_empty())
         .map(|l| {
-            let (want, cmd) = l.split_once('\t').unwrap();
+            // verdict, class, origin, command
+            let cols: Vec<&str> = l.splitn(4, '\t').collect();
+            let (want, cmd) = (cols[0], cols[3]);
             (
                 (want != "allow").then(|| want.to_string()),
                 cmd.replace('⏎', "\n"),

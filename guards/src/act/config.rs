@@ -38,6 +38,47 @@ pub const DEFAULT_RELEASE_COMMANDS: &[&str] = &[
     "twine upload",
 ];
 
+/// Words that make a release command publish nothing: a rehearsal
+/// (`cargo publish --dry-run`, `npm publish --dry-run`), a draft that only
+/// its author sees (`gh release create v1 --draft`), or a question
+/// (`--help`, `--version`).
+pub const RELEASE_HARMLESS_WORDS: &[&str] = &[
+    "--dry-run",
+    "--dryrun",
+    "--draft",
+    "--help",
+    "-h",
+    "--version",
+    "-v",
+];
+
+/// fastlane lanes and actions that test, build or inspect and upload
+/// nothing (`fastlane test`, `fastlane ios lanes`). Any other lane may be a
+/// release lane (`beta`, `release`, `deliver`, a project's own lane), so
+/// `fastlane` stays a release command unless its lane is listed here.
+pub const FASTLANE_SAFE_LANES: &[&str] = &[
+    "test",
+    "tests",
+    "unit_tests",
+    "lanes",
+    "list",
+    "scan",
+    "run_tests",
+    "snapshot",
+    "screenshots",
+    "env",
+    "init",
+    "actions",
+    "action",
+    "docs",
+    "lint",
+    "build",
+    "gym",
+    "build_app",
+    "match",
+    "certificates",
+];
+
 /// Who may release and what counts as releasing.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReleaseConfig {

@@ -12,6 +12,8 @@
 mod config;
 mod rules;
 mod shell;
+mod sql;
+mod wrappers;
 
 use std::fmt;
 

@@ -2,7 +2,10 @@
 //! peeled off (`sudo`, `env`, `xargs`, …), shell text inside the command is
 //! sent back to the parser, and then each named rule looks at the argv.
 
+use super::config::{FASTLANE_SAFE_LANES, RELEASE_HARMLESS_WORDS};
 use super::shell::{Analyser, Cmd, Flow, Word};
+use super::sql;
+use super::wrappers::{self, Peeled};
 use super::{Block, Rule};
 
 /// A rule's finding on one command, before arming is considered.
@@ -66,26 +69,6 @@ fn is_assignment(w: &Word) -> bool {
     }
 }
 
-/// Index of the first word at or after `i` that is not an option, skipping
-/// the values of `with_arg` options. `--` ends the options.
-fn skip_opts(words: &[Word], mut i: usize, with_arg: &[&str]) -> usize {
-    while i < words.len() {
-        let t = words[i].text.as_str();
-        if t == "--" {
-            return i + 1;
-        }
-        if !t.starts_with('-') || t == "-" {
-            return i;
-        }
-        if with_arg.contains(&t) {
-            i += 2;
-        } else {
-            i += 1;
-        }
-    }
-    i
-}
-
 fn join(words: &[Word]) -> String {
     let mut s = String::new();
     for (i, w) in words.iter().enumerate() {
@@ -114,35 +97,6 @@ fn exec(
             return Flow::default();
         };
         match base(w) {
-            "sudo" => {
-                i = skip_opts(
-                    words,
-                    i + 1,
-                    &[
-                        "-u",
-                        "-g",
-                        "-C",
-                        "-D",
-                        "-h",
-                        "-p",
-                        "-r",
-                        "-t",
-                        "-T",
-                        "-U",
-                        "--user",
-                        "--group",
-                        "--chdir",
-                        "--host",
-                        "--prompt",
-                        "--role",
-                        "--type",
-                        "--other-user",
-                        "--close-from",
-                        "--command-timeout",
-                    ],
-                )
-            }
-            "doas" => i = skip_opts(words, i + 1, &["-u", "-C"]),
             "env" => {
                 let mut j = i + 1;
                 while j < words.len() {
@@ -175,83 +129,53 @@ fn exec(
                 }
                 i = j;
             }
-            "command" => {
-                if words
-                    .get(i + 1)
-                    .is_some_and(|w| w.text == "-v" || w.text == "-V")
-                {
-                    return Flow::default();
-                }
-                i = skip_opts(words, i + 1, &[]);
-            }
-            "builtin" | "nohup" | "setsid" | "unbuffer" | "busybox" | "chronic" => {
-                i = skip_opts(words, i + 1, &[])
-            }
-            "exec" => i = skip_opts(words, i + 1, &["-a"]),
-            "time" => i = skip_opts(words, i + 1, &["-f", "-o", "--format", "--output"]),
-            "nice" => i = skip_opts(words, i + 1, &["-n", "--adjustment"]),
-            "ionice" => i = skip_opts(words, i + 1, &["-c", "-n", "-p", "-P", "-u"]),
-            "stdbuf" => i = skip_opts(words, i + 1, &["-i", "-o", "-e"]),
-            "caffeinate" => i = skip_opts(words, i + 1, &["-t", "-w"]),
-            "timeout" => {
-                let j = skip_opts(words, i + 1, &["-s", "--signal", "-k", "--kill-after"]);
-                i = j + 1; // the duration
-            }
-            "taskset" => {
-                // `taskset MASK cmd` or `taskset -c LIST cmd`: skip the mask.
-                i = skip_opts(words, i + 1, &[]) + 1;
-            }
-            "flock" => {
-                let j = i + 1;
-                let mut k = j;
-                while k < words.len() {
-                    let t = words[k].text.as_str();
-                    if t == "-c" || t == "--command" {
-                        if let Some(s) = words.get(k + 1) {
-                            a.shell(&s.text.clone());
-                        }
-                        return Flow::default();
-                    }
-                    k += 1;
-                }
-                let j = skip_opts(words, j, &["-w", "--timeout", "-E", "--conflict-exit-code"]);
-                i = j + 1; // the lock file
-            }
-            "watch" => {
-                let mut j = i + 1;
-                let mut exec_mode = false;
-                while j < words.len() {
-                    let t = words[j].text.as_str();
-                    if t == "--" {
-                        j += 1;
-                        break;
-                    }
-                    if !t.starts_with('-') {
-                        break;
-                    }
-                    if t == "-x" || t == "--exec" {
-                        exec_mode = true;
-                    }
-                    j += if matches!(t, "-n" | "--interval" | "-q" | "--equexit") {
-                        2
-                    } else {
-                        1
-                    };
-                }
-                if exec_mode {
-                    i = j;
-                } else {
-                    let text = join(words.get(j..).unwrap_or(&[]));
-                    a.shell(&text);
-                    return Flow::default();
-                }
-            }
             "xargs" => return xargs(a, cmd, &words[i..], input),
-            _ => break,
+            // `python3 -m twine upload`: the module runs as a command.
+            n if n.starts_with("python") && python_module(&words[i..]).is_some() => {
+                let (k, attached) = python_module(&words[i..]).unwrap_or_default();
+                match attached {
+                    Some(m) => {
+                        let mut argv = vec![Word::lit(&m)];
+                        argv.extend_from_slice(&words[i + k..]);
+                        return exec(a, cmd, &argv, input, stdin);
+                    }
+                    None => i += k,
+                }
+            }
+            name => match wrappers::peel(&words[i..], name) {
+                Peeled::No => break,
+                Peeled::Nothing => return Flow::default(),
+                Peeled::At(k) => i += k,
+                Peeled::Argv(argv) => return exec(a, cmd, &argv, input, stdin),
+                Peeled::Shell(texts) => {
+                    for t in texts {
+                        a.shell(&t);
+                    }
+                    return Flow::default();
+                }
+            },
         }
     }
     let argv = &words[i..];
     dispatch(a, cmd, argv, input, stdin)
+}
+
+/// `python -m MODULE …`: where the module's argv starts (and the module
+/// name when attached, `-mtwine`), or None when no module runs.
+fn python_module(words: &[Word]) -> Option<(usize, Option<String>)> {
+    for (k, w) in words.iter().enumerate().skip(1) {
+        let t = w.text.as_str();
+        if t == "-m" {
+            return Some((k + 1, None));
+        }
+        if let Some(m) = t.strip_prefix("-m") {
+            return Some((k + 1, Some(m.to_string())));
+        }
+        if !t.starts_with('-') || t == "-c" || t == "-" {
+            return None;
+        }
+    }
+    None
 }
 
 fn xargs(a: &mut Analyser<'_>, cmd: &Cmd, words: &[Word], input: &Flow) -> Flow {
@@ -362,6 +286,16 @@ fn dispatch(
         n if SHELLS.contains(&n) => shell_command(a, argv, stdin),
         "eval" => a.shell(&join(&argv[1..])),
         "cd" | "pushd" => change_dir(a, argv),
+        "source" | "." => {
+            if let Some(code) = argv.get(1).and_then(|w| a.written(&w.text)) {
+                a.shell(&code);
+            }
+        }
+        _ if first.text.contains('/') && a.written(&first.text).is_some() => {
+            if let Some(code) = a.written(&first.text) {
+                a.shell(&code);
+            }
+        }
         "find" => out.items = Some(find(a, cmd, argv)),
         n if is_interpreter(n) => interpreter(a, n, argv, stdin),
         _ => {}
@@ -379,10 +313,7 @@ fn dispatch(
         "git" => git(a, argv, &mut hits),
         "rsync" => rsync(argv, &mut hits),
         "flutter" => flutter(argv, &mut hits),
-        "psql" | "mysql" | "mariadb" | "sqlite3" | "sqlite" | "duckdb" => {
-            sql_client(name, argv, stdin, &mut hits)
-        }
-        _ => {}
+        _ => sql_client(name, argv, stdin, &mut hits),
     }
     steal(name, argv, cmd, input, &mut hits);
     release(a, argv, &mut hits);
@@ -405,8 +336,21 @@ fn dispatch(
                 .collect();
             out.text = Some(join(&args));
         }
-        "cat" if argv.len() == 1 => out.text = stdin.map(str::to_string),
+        "cat" if argv.len() == 1 || argv[1].text == "-" => out.text = stdin.map(str::to_string),
+        "tee" => {
+            if let Some(t) = stdin {
+                for f in argv[1..].iter().filter(|w| !w.text.starts_with('-')) {
+                    a.remember_file(&f.text, t);
+                }
+            }
+            out.text = stdin.map(str::to_string);
+        }
         _ => {}
+    }
+    if let Some(t) = &out.text {
+        for f in &cmd.out_files {
+            a.remember_file(&f.text, t);
+        }
     }
     out
 }
@@ -457,7 +401,13 @@ fn shell_command(a: &mut Analyser<'_>, argv: &[Word], stdin: Option<&str>) {
             let s = script.text.clone();
             a.shell(&s);
         }
-        Some(_) => {} // a script file: its content is not known here
+        // A script file: checked when this text wrote it (`cat <<'EOF' >
+        // s.sh && bash s.sh`), otherwise its content is not known here.
+        Some(script) => {
+            if let Some(code) = a.written(&script.text) {
+                a.shell(&code);
+            }
+        }
         None => {
             if let Some(s) = stdin {
                 a.shell(s);
@@ -480,9 +430,49 @@ fn change_dir(a: &mut Analyser<'_>, argv: &[Word]) {
         {
             Some(w.text.clone())
         }
+        Some(w) if is_mktemp(&w.text) => Some(FRESH_TEMP.to_string()),
         Some(w) if w.dynamic => None,
         Some(w) => a.cwd.as_ref().map(|c| format!("{c}/{}", w.text)),
     };
+}
+
+/// What a fresh `$(mktemp -d)` stands for: some new directory under the
+/// temp dir (the `rm` rule allows what lies there).
+pub(crate) const FRESH_TEMP: &str = "$TMPDIR/mktemp.XXXXXXXXXX";
+
+/// Is `t` exactly the output of `mktemp` in the default temp dir
+/// (`$(mktemp -d)`, `` `mktemp -d -t x.XXXX` ``)? GNU mktemp makes a
+/// TEMPLATE relative to the working directory unless `-t`/`--tmpdir` is
+/// given, and `-p DIR` / `--tmpdir=DIR` put it elsewhere: those do not count.
+pub(crate) fn is_mktemp(t: &str) -> bool {
+    let inner = t
+        .strip_prefix("$(")
+        .and_then(|r| r.strip_suffix(')'))
+        .or_else(|| t.strip_prefix('`').and_then(|r| r.strip_suffix('`')));
+    let Some(inner) = inner else { return false };
+    let mut words = inner.split_whitespace();
+    if words.next() != Some("mktemp") {
+        return false;
+    }
+    let (mut in_tmp, mut template) = (false, false);
+    for x in words {
+        if x == "-p" || x.starts_with("--tmpdir=") || (x.starts_with("-p") && !x.starts_with("--"))
+        {
+            return false;
+        }
+        if x == "-t"
+            || x == "--tmpdir"
+            || (x.starts_with('-') && !x.starts_with("--") && x.contains('t'))
+        {
+            in_tmp = true;
+        } else if !x.starts_with('-') {
+            if x.contains('/') || x.contains('$') {
+                return false;
+            }
+            template = true;
+        }
+    }
+    in_tmp || !template
 }
 
 fn is_interpreter(n: &str) -> bool {
@@ -525,7 +515,10 @@ fn interpreter(a: &mut Analyser<'_>, name: &str, argv: &[Word], stdin: Option<&s
             Some(s) => s.to_string(),
             None => return,
         },
-        None => return,
+        None => match argv.get(j).and_then(|w| a.written(&w.text)) {
+            Some(c) => c,
+            None => return,
+        },
     };
     inline_code(a, &code);
 }
@@ -551,8 +544,10 @@ fn inline_code(a: &mut Analyser<'_>, code: &str) {
         return;
     }
     let lits = string_literals(code);
-    for (_, lit) in &lits {
-        a.shell(lit);
+    for (pos, lit) in &lits {
+        if !only_printed(code, *pos) {
+            a.shell(lit);
+        }
     }
     // `["rm", "-rf", "/"]`: an argv list.
     let bytes = code.as_bytes();
@@ -572,6 +567,31 @@ fn inline_code(a: &mut Analyser<'_>, code: &str) {
         }
         k += 1;
     }
+}
+
+/// Calls that only write text out.
+const PRINT_CALLS: &[&str] = &[
+    "print(",
+    "print ",
+    "console.log(",
+    "console.error(",
+    "puts ",
+    "puts(",
+    "say ",
+    "echo ",
+    ".write(",
+    "printf(",
+    "logging.",
+    "log(",
+];
+
+/// Is the literal at `pos` an argument of a print call in a statement
+/// that runs nothing (`import subprocess; print("git add -A")`)?
+fn only_printed(code: &str, pos: usize) -> bool {
+    let before = &code[..pos];
+    let start = before.rfind([';', '\n']).map_or(0, |p| p + 1);
+    let stmt = &before[start..];
+    !EXEC_MARKERS.iter().any(|m| stmt.contains(m)) && PRINT_CALLS.iter().any(|p| stmt.contains(p))
 }
 
 /// String literals in script code (`'…'`, `"…"`, `` `…` ``), with their byte
@@ -608,7 +628,7 @@ fn string_literals(code: &str) -> Vec<(usize, String)> {
     out
 }
 
-fn shell_quote(s: &str) -> String {
+pub(crate) fn shell_quote(s: &str) -> String {
     if !s.is_empty()
         && s.chars()
             .all(|c| c.is_ascii_alphanumeric() || "-_./=:@%+,~".contains(c))
@@ -825,12 +845,19 @@ fn place_text(a: &Analyser<'_>, t: &str, depth: u8) -> Place {
             Place::Other
         };
     }
-    for tmp in ["$TMPDIR", "${TMPDIR}"] {
+    for tmp in [
+        "$TMPDIR",
+        "${TMPDIR}",
+        "${TMPDIR:-/tmp}",
+        "${TMPDIR:-/tmp/}",
+        "${TMPDIR-/tmp}",
+    ] {
         if let Some(rest) = t.strip_prefix(tmp)
             && (rest.is_empty() || rest.starts_with('/'))
         {
             let comps = normalise(rest);
-            return if comps.is_empty() || comps.first().is_some_and(|c| c == "..") {
+            // `..` may climb out of the temp dir: not known to stay inside.
+            return if comps.is_empty() || rest.split('/').any(|c| c == "..") {
                 Place::Other
             } else {
                 Place::Temp
@@ -959,32 +986,12 @@ fn git(a: &Analyser<'_>, argv: &[Word], hits: &mut Vec<Hit>) {
         })
     };
     match sub.text.as_str() {
-        "add" => {
-            let all = rest.iter().any(|w| {
-                let t = w.text.as_str();
-                matches!(
-                    t,
-                    "." | "./"
-                        | ":/"
-                        | ":/*"
-                        | "*"
-                        | "-A"
-                        | "--all"
-                        | "-u"
-                        | "--update"
-                        | "--no-ignore-removal"
-                ) || (t.starts_with('-')
-                    && !t.starts_with("--")
-                    && (t.contains('A') || t.contains('u')))
-            });
-            if all {
-                hits.push(Hit::new(
-                    Rule::GitAddAll,
-                    "it stages every change in the shared work tree, including other people's",
-                    INSTEAD_ADD,
-                ));
-            }
-        }
+        // `git stage` is `git add`.
+        "add" | "stage" if add_takes_all(rest) => hits.push(Hit::new(
+            Rule::GitAddAll,
+            "it stages every change in the shared work tree, including other people's",
+            INSTEAD_ADD,
+        )),
         "commit" => {
             let mut all = false;
             let mut k = 0;
@@ -1022,7 +1029,10 @@ fn git(a: &Analyser<'_>, argv: &[Word], hits: &mut Vec<Hit>) {
                             all = true;
                             break;
                         }
-                        if "mFCct".contains(c) {
+                        // -m/-F/-C/-c/-t take a value; -S<keyid> and
+                        // -u<mode> an attached optional one: the rest of
+                        // the cluster is that value, not flags.
+                        if "mFCctSu".contains(c) {
                             break;
                         }
                     }
@@ -1052,6 +1062,8 @@ fn git(a: &Analyser<'_>, argv: &[Word], hits: &mut Vec<Hit>) {
             )),
             _ => {}
         },
+        // A clone under a temp dir is nobody's work tree.
+        "reset" if in_temp_repo(a, argv) => {}
         "reset" => {
             if let Some(m) = rest
                 .iter()
@@ -1127,6 +1139,55 @@ fn git(a: &Analyser<'_>, argv: &[Word], hits: &mut Vec<Hit>) {
     }
 }
 
+/// Does `git add ARGS` stage the whole work tree? `.`, `:/`, `*` do; `-A`,
+/// `-u`, `--all` do unless pathspecs narrow them (`git add -u src/a.rs`);
+/// a dry run (`-n`) stages nothing.
+fn add_takes_all(rest: &[Word]) -> bool {
+    let mut all_flag = false;
+    let mut paths = Vec::new();
+    let mut after = false;
+    for w in rest {
+        let t = w.text.as_str();
+        if after || !t.starts_with('-') || t == "-" {
+            paths.push(t);
+        } else if t == "--" {
+            after = true;
+        } else if matches!(t, "--dry-run") {
+            return false;
+        } else if matches!(
+            t,
+            "--all" | "--update" | "--no-ignore-removal" | "-A" | "-u"
+        ) {
+            all_flag = true;
+        } else if !t.starts_with("--") {
+            if t.contains('n') {
+                return false;
+            }
+            if t.contains('A') || t.contains('u') {
+                all_flag = true;
+            }
+        }
+    }
+    let whole = |p: &str| matches!(p, "." | "./" | ":/" | ":/*" | "*" | ":(top)" | "-A");
+    paths.iter().any(|p| whole(p)) || (all_flag && paths.is_empty())
+}
+
+/// Is this git command run in a repository under a temp dir (`git -C
+/// /tmp/x …`, or a working directory known to be one)?
+fn in_temp_repo(a: &Analyser<'_>, argv: &[Word]) -> bool {
+    if let Some(k) = argv.iter().position(|w| w.text == "-C") {
+        return argv.get(k + 1).is_some_and(|d| {
+            !d.text.starts_with('/') && a.cwd.as_deref().is_some_and(|c| is_temp_dir(a, c))
+                || is_temp_dir(a, &d.text)
+        });
+    }
+    a.cwd.as_deref().is_some_and(|c| is_temp_dir(a, c))
+}
+
+fn is_temp_dir(a: &Analyser<'_>, path: &str) -> bool {
+    place_text(a, path, 0) == Place::Temp
+}
+
 fn push(a: &Analyser<'_>, rest: &[Word], hits: &mut Vec<Hit>) {
     let mut force = false;
     let mut delete = false;
@@ -1146,6 +1207,10 @@ fn push(a: &Analyser<'_>, rest: &[Word], hits: &mut Vec<Hit>) {
             k += 2;
             continue;
         }
+        if t == "--dry-run" {
+            // A rehearsal: nothing is sent.
+            return;
+        }
         if t == "--force" || t == "--mirror" {
             force = true;
             if t == "--mirror" {
@@ -1163,6 +1228,9 @@ fn push(a: &Analyser<'_>, rest: &[Word], hits: &mut Vec<Hit>) {
             if t.contains('d') {
                 delete = true;
             }
+            if t.contains('n') {
+                return; // -n is --dry-run
+            }
         } else {
             positional.push(&rest[k]);
         }
@@ -1177,7 +1245,8 @@ fn push(a: &Analyser<'_>, rest: &[Word], hits: &mut Vec<Hit>) {
         let t = w.text.trim_start_matches('+');
         let d = t.rsplit_once(':').map(|(_, d)| d).unwrap_or(t);
         let d = d.strip_prefix("refs/heads/").unwrap_or(d);
-        if d.is_empty() || d == "HEAD" || d == "@" {
+        // `refs/heads/*` names every branch, the protected ones included.
+        if d.is_empty() || d == "HEAD" || d == "@" || d.contains('*') {
             None
         } else {
             Some(d.to_string())
@@ -1228,12 +1297,28 @@ fn glob(pat: &str, s: &str) -> bool {
 
 // ------------------------------------------------------------ others
 
+/// rsync's options that delete files (on the target, or the sources).
+const RSYNC_DELETING: &[&str] = &[
+    "--del",
+    "--delete",
+    "--delete-before",
+    "--delete-during",
+    "--delete-delay",
+    "--delete-after",
+    "--delete-excluded",
+    "--delete-missing-args",
+    "--remove-source-files",
+];
+
 fn rsync(argv: &[Word], hits: &mut Vec<Hit>) {
     let mut del = None;
     let mut dry = false;
     for w in &argv[1..] {
         let t = w.text.as_str();
-        if t.starts_with("--del") || t == "--remove-source-files" {
+        // Whole option names, as rsync matches them (`--delay-updates` is
+        // not `--del`).
+        let opt = t.split_once('=').map_or(t, |(o, _)| o);
+        if RSYNC_DELETING.contains(&opt) {
             del = Some(t.to_string());
         } else if t == "--dry-run"
             || (t.starts_with('-') && !t.starts_with("--") && t.contains('n'))
@@ -1306,107 +1391,20 @@ fn is_uuid(s: &str) -> bool {
 }
 
 fn sql_client(name: &str, argv: &[Word], stdin: Option<&str>, hits: &mut Vec<Hit>) {
-    let mut sql: Vec<String> = Vec::new();
-    let mut k = 1;
-    let mut positional = 0;
-    while k < argv.len() {
-        let t = argv[k].text.as_str();
-        let next = argv.get(k + 1).map(|w| w.text.clone());
-        match name {
-            "psql" => {
-                if t == "-c" || t == "--command" {
-                    sql.extend(next);
-                    k += 1;
-                } else if let Some(s) = t.strip_prefix("--command=") {
-                    sql.push(s.to_string());
-                }
-            }
-            "mysql" | "mariadb" => {
-                if t == "-e" || t == "--execute" {
-                    sql.extend(next);
-                    k += 1;
-                } else if let Some(s) = t.strip_prefix("--execute=") {
-                    sql.push(s.to_string());
-                } else if let Some(s) = t
-                    .strip_prefix("-e")
-                    .filter(|s| !s.is_empty() && !t.starts_with("--"))
-                {
-                    sql.push(s.to_string());
-                }
-            }
-            _ => {
-                if t == "-cmd" || t == "--cmd" || t == "-c" {
-                    sql.extend(next);
-                    k += 1;
-                } else if matches!(
-                    t,
-                    "-separator"
-                        | "-newline"
-                        | "-nullvalue"
-                        | "-init"
-                        | "-vfs"
-                        | "-mmap"
-                        | "-maxsize"
-                ) {
-                    k += 1;
-                } else if !t.starts_with('-') {
-                    if positional > 0 {
-                        sql.push(t.to_string());
-                    }
-                    positional += 1;
-                }
-            }
-        }
-        k += 1;
-    }
-    if let Some(s) = stdin {
-        sql.push(s.to_string());
-    }
-    if let Some(what) = sql.iter().find_map(|s| destructive_sql(s)) {
-        hits.push(Hit::new(
-            Rule::Destroy,
-            format!("{what} through {name} deletes data"),
-            INSTEAD_SQL,
-        ));
-    }
-}
-
-/// `DROP TABLE|DATABASE|SCHEMA` or `TRUNCATE`, outside string literals and
-/// comments.
-fn destructive_sql(sql: &str) -> Option<&'static str> {
-    let mut clean = String::with_capacity(sql.len());
-    let mut in_str = false;
-    let mut lines = Vec::new();
-    for line in sql.lines() {
-        lines.push(line.split("--").next().unwrap_or(""));
-    }
-    for c in lines.join("\n").chars() {
-        if c == '\'' {
-            in_str = !in_str;
-            clean.push(' ');
-        } else if in_str {
-            clean.push(' ');
-        } else {
-            clean.push(c.to_ascii_uppercase());
+    if let Some((c, start)) = sql::client(name, argv) {
+        let mut texts = sql::sql_args(c, argv, start);
+        texts.extend(stdin.map(str::to_string));
+        if let Some(what) = texts.iter().find_map(|s| sql::destructive_sql(s)) {
+            hits.push(Hit::new(
+                Rule::Destroy,
+                format!("{what} through {name} deletes data"),
+                INSTEAD_SQL,
+            ));
         }
     }
-    let toks: Vec<&str> = clean
-        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-        .filter(|t| !t.is_empty())
-        .collect();
-    for (i, t) in toks.iter().enumerate() {
-        match *t {
-            "TRUNCATE" => return Some("TRUNCATE"),
-            "DROP" => match toks.get(i + 1) {
-                Some(&"TABLE") => return Some("DROP TABLE"),
-                Some(&"DATABASE") => return Some("DROP DATABASE"),
-                Some(&"SCHEMA") => return Some("DROP SCHEMA"),
-                _ => {}
-            },
-            _ => {}
-        }
+    if let Some(why) = sql::drop_tool(name, argv) {
+        hits.push(Hit::new(Rule::Destroy, why, INSTEAD_SQL));
     }
-    None
 }
 
 fn release(a: &Analyser<'_>, argv: &[Word], hits: &mut Vec<Hit>) {
@@ -1420,6 +1418,22 @@ fn release(a: &Analyser<'_>, argv: &[Word], hits: &mut Vec<Hit>) {
         }
     });
     let Some(m) = matched else { return };
+    // A rehearsal, a draft or a question publishes nothing.
+    if argv[1..]
+        .iter()
+        .any(|w| RELEASE_HARMLESS_WORDS.contains(&w.text.as_str()))
+    {
+        return;
+    }
+    if name == "fastlane" {
+        let lane = argv[1..]
+            .iter()
+            .map(|w| w.text.as_str())
+            .find(|t| !t.starts_with('-') && !matches!(*t, "ios" | "android" | "mac"));
+        if lane.is_some_and(|l| FASTLANE_SAFE_LANES.contains(&l)) {
+            return;
+        }
+    }
     if let Some(agent) = &a.cfg.agent
         && rel.owners.iter().any(|o| o == agent)
     {
@@ -1439,17 +1453,63 @@ fn release(a: &Analyser<'_>, argv: &[Word], hits: &mut Vec<Hit>) {
 
 // ------------------------------------------------------------ steal
 
-/// Commands that send data off the machine.
+/// Commands that send data off the machine: the command, the words that
+/// must follow it (in order) and how it sends.
+const SENDERS: &[(&str, &[&str], Sender)] = &[
+    // HTTP clients: `-d @file`, `-F f=@file`, `-T file`, `--post-file`.
+    ("curl", &[], Sender::Url),
+    ("wget", &[], Sender::Url),
+    ("http", &[], Sender::Url),  // HTTPie
+    ("https", &[], Sender::Url), // HTTPie
+    ("xh", &[], Sender::Url),
+    // Raw sockets: whatever is on stdin goes to the peer.
+    ("nc", &[], Sender::Socket),
+    ("ncat", &[], Sender::Socket),
+    ("netcat", &[], Sender::Socket),
+    ("socat", &[], Sender::Socket),
+    ("telnet", &[], Sender::Socket),
+    // Copies whose last argument is `host:path` / `remote:path`.
+    ("scp", &[], Sender::Copy),
+    ("rsync", &[], Sender::Copy),
+    ("sftp", &[], Sender::Copy),
+    ("rclone", &[], Sender::Copy), // rclone copy|sync|move SRC remote:path
+    ("kubectl", &["cp"], Sender::Copy), // kubectl cp FILE pod:/path
+    // Remote shells: stdin goes to the remote side. The remote command's
+    // words name the remote machine's files, not ours.
+    ("ssh", &[], Sender::Remote),
+    // Cloud storage copies: an upload when the destination is a bucket; a
+    // download (`aws s3 cp s3://b/.env ./.env`) is not a leak.
+    ("aws", &["s3"], Sender::Bucket),
+    ("gsutil", &[], Sender::Bucket),
+    ("gcloud", &["storage"], Sender::Bucket),
+    ("azcopy", &[], Sender::Bucket),
+    ("s3cmd", &["put"], Sender::Always),
+    ("b2", &["upload-file"], Sender::Always),
+    ("az", &["storage", "upload"], Sender::Always),
+    // Mail and file drops: everything named goes out.
+    ("mail", &[], Sender::Always),
+    ("mailx", &[], Sender::Always),
+    ("mutt", &[], Sender::Always),
+    ("sendmail", &[], Sender::Always),
+    ("ftp", &[], Sender::Always),
+    ("lftp", &[], Sender::Always),
+    ("croc", &["send"], Sender::Always),
+    ("wormhole", &["send"], Sender::Always),
+    ("gh", &["gist"], Sender::Always),
+    ("gh", &["release", "upload"], Sender::Always),
+];
+
+/// How `name ARGV` sends data off the machine, if it does.
 fn sender_kind(name: &str, argv: &[Word]) -> Option<Sender> {
-    Some(match name {
-        "curl" | "wget" | "http" | "https" | "xh" => Sender::Url,
-        "nc" | "ncat" | "netcat" | "socat" | "telnet" => Sender::Socket,
-        "scp" | "rsync" | "sftp" => Sender::Copy,
-        "ssh" | "mail" | "mailx" | "sendmail" | "ftp" => Sender::Always,
-        "gh" if argv.iter().any(|w| w.text == "gist") => Sender::Always,
-        "aws" if argv.iter().any(|w| w.text.starts_with("s3://")) => Sender::Always,
-        _ => return None,
-    })
+    SENDERS
+        .iter()
+        .find(|(n, sub, _)| {
+            *n == name && {
+                let mut it = argv[1..].iter();
+                sub.iter().all(|want| it.any(|w| w.text == *want))
+            }
+        })
+        .map(|(_, _, kind)| *kind)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1458,6 +1518,8 @@ enum Sender {
     Socket,
     Copy,
     Always,
+    Remote,
+    Bucket,
 }
 
 /// Option values that are not data being sent: client certificates,
@@ -1487,8 +1549,10 @@ fn exempt_opts(kind: Sender) -> &'static [&'static str] {
             "--append-output",
             "--output-file",
         ],
-        Sender::Copy | Sender::Always => &["-i", "-F", "-o", "-e", "--rsh", "-J", "-S"],
-        Sender::Socket => &[],
+        Sender::Copy | Sender::Always | Sender::Remote => {
+            &["-i", "-F", "-o", "-e", "--rsh", "-J", "-S"]
+        }
+        Sender::Socket | Sender::Bucket => &[],
     }
 }
 
@@ -1567,6 +1631,12 @@ fn steal(name: &str, argv: &[Word], cmd: &Cmd, input: &Flow, hits: &mut Vec<Hit>
             urls.is_empty() || urls.iter().any(|w| !is_loopback(&w.text))
         }
         Sender::Socket => positional.first().is_none_or(|w| !is_loopback(&w.text)),
+        Sender::Remote => positional.first().is_none_or(|w| !is_loopback(&w.text)),
+        Sender::Bucket => positional.last().is_some_and(|w| {
+            ["s3://", "gs://", "az://", "https://"]
+                .iter()
+                .any(|p| w.text.starts_with(p))
+        }),
         Sender::Copy => {
             name == "sftp"
                 || positional
@@ -1590,7 +1660,15 @@ fn steal(name: &str, argv: &[Word], cmd: &Cmd, input: &Flow, hits: &mut Vec<Hit>
     if leaked.is_none() {
         let candidates: Vec<&Word> = match kind {
             // Only the sources, not the destination.
-            Sender::Copy => positional[..positional.len().saturating_sub(1)].to_vec(),
+            Sender::Copy | Sender::Bucket => {
+                positional[..positional.len().saturating_sub(1)].to_vec()
+            }
+            // Only what the local shell expands into the remote command.
+            Sender::Remote => args
+                .iter()
+                .copied()
+                .filter(|w| w.dynamic && (w.text.contains("$(") || w.text.contains('`')))
+                .collect(),
             // Everything but a literal destination URL.
             _ => args
                 .iter()
@@ -1632,13 +1710,120 @@ pub(crate) fn mentions_secret(text: &str) -> bool {
         .any(is_secret_path)
 }
 
-const SSH_KEY_NAMES: &[&str] = &[
-    "id_rsa",
-    "id_dsa",
-    "id_ecdsa",
-    "id_ed25519",
-    "id_ecdsa_sk",
-    "id_ed25519_sk",
+/// How a secret file is recognised.
+#[derive(Clone, Copy)]
+enum Secret {
+    /// The file or directory name, anywhere.
+    Name(&'static str),
+    /// A name inside a directory of this name (`.aws/credentials`).
+    In(&'static str, &'static str),
+    /// Anything under a directory path ending so (`.config/gcloud`).
+    Under(&'static str),
+    /// A file name ending so (`.p12`).
+    Ext(&'static str),
+}
+
+/// Token and key files every developer machine has, one entry each: what
+/// it holds. A file named here never leaves the machine.
+const SECRET_FILES: &[(Secret, &str)] = &[
+    (Secret::Name("id_rsa"), "SSH private key"),
+    (Secret::Name("id_dsa"), "SSH private key"),
+    (Secret::Name("id_ecdsa"), "SSH private key"),
+    (Secret::Name("id_ed25519"), "SSH private key"),
+    (
+        Secret::Name("id_ecdsa_sk"),
+        "SSH private key (security key)",
+    ),
+    (
+        Secret::Name("id_ed25519_sk"),
+        "SSH private key (security key)",
+    ),
+    (Secret::Name(".ssh"), "the SSH directory: keys"),
+    (Secret::Name(".gnupg"), "GnuPG private keys"),
+    (Secret::Under(".gnupg"), "GnuPG private keys"),
+    (Secret::Name(".aws"), "AWS credentials directory"),
+    (Secret::In(".aws", "credentials"), "AWS access keys"),
+    (Secret::Under(".aws/sso/cache"), "AWS SSO tokens"),
+    (Secret::Under(".config/gcloud"), "Google Cloud credentials"),
+    (
+        Secret::Name("application_default_credentials.json"),
+        "Google Cloud ADC",
+    ),
+    (Secret::Under(".azure"), "Azure CLI tokens"),
+    (
+        Secret::In(".kube", "config"),
+        "Kubernetes cluster credentials",
+    ),
+    (
+        Secret::In(".docker", "config.json"),
+        "container registry logins",
+    ),
+    (Secret::Name(".netrc"), "logins for curl, git, ftp"),
+    (Secret::Name(".git-credentials"), "git credential store"),
+    (
+        Secret::In("git", "credentials"),
+        "git credential store (XDG)",
+    ),
+    (Secret::Name(".pypirc"), "PyPI upload token"),
+    (Secret::Name(".npmrc"), "npm registry token"),
+    (Secret::Name(".yarnrc.yml"), "Yarn registry token"),
+    (Secret::In(".cargo", "credentials.toml"), "crates.io token"),
+    (
+        Secret::In(".cargo", "credentials"),
+        "crates.io token (old name)",
+    ),
+    (Secret::In(".gem", "credentials"), "RubyGems API key"),
+    (Secret::In(".m2", "settings.xml"), "Maven server passwords"),
+    (
+        Secret::In(".gradle", "gradle.properties"),
+        "Gradle signing and publishing keys",
+    ),
+    (
+        Secret::In(".claude", ".credentials.json"),
+        "Claude Code OAuth tokens",
+    ),
+    (Secret::In(".codex", "auth.json"), "Codex CLI tokens"),
+    (Secret::In("gh", "hosts.yml"), "GitHub CLI token"),
+    (Secret::In("hub", "hub"), "hub GitHub token"),
+    (
+        Secret::Under(".config/github-copilot"),
+        "GitHub Copilot tokens",
+    ),
+    (
+        Secret::In(".terraform.d", "credentials.tfrc.json"),
+        "Terraform Cloud token",
+    ),
+    (Secret::Name(".vault-token"), "HashiCorp Vault token"),
+    (Secret::Name(".pgpass"), "PostgreSQL passwords"),
+    (Secret::Name(".my.cnf"), "MySQL password"),
+    (Secret::Name(".s3cfg"), "s3cmd keys"),
+    (Secret::Name(".boto"), "gsutil / boto keys"),
+    (
+        Secret::In("rclone", "rclone.conf"),
+        "rclone remotes' credentials",
+    ),
+    (Secret::Under(".config/doctl"), "DigitalOcean token"),
+    (Secret::Under(".config/stripe"), "Stripe keys"),
+    (Secret::In(".fly", "config.yml"), "Fly.io token"),
+    (Secret::Under(".password-store"), "pass password store"),
+    (Secret::Name(".token.json"), "hoop's cached backend JWT"),
+    (Secret::Name(".hoop"), "hoop's root: tokens and keys"),
+    (Secret::Name("agent.env"), "hoop agent credentials"),
+    (Secret::Name(".env"), "a project's secrets"),
+    (Secret::Name(".envrc"), "direnv environment, often secrets"),
+    (
+        Secret::Name("credentials.json"),
+        "OAuth client or service credentials",
+    ),
+    (
+        Secret::Name("serviceAccountKey.json"),
+        "Firebase service account key",
+    ),
+    (Secret::Ext(".p12"), "certificate with its private key"),
+    (Secret::Ext(".pfx"), "certificate with its private key"),
+    (Secret::Ext(".jks"), "Java / Android signing keystore"),
+    (Secret::Ext(".keystore"), "Android signing keystore"),
+    (Secret::Ext(".p8"), "App Store Connect API key"),
 ];
 
 fn is_secret_path(p: &str) -> bool {
@@ -1652,42 +1837,21 @@ fn is_secret_path(p: &str) -> bool {
     if base.ends_with(".pub") {
         return false;
     }
-    if SSH_KEY_NAMES.contains(&base) {
-        return true;
-    }
-    if parent == ".ssh"
-        && !(base.starts_with("known_hosts")
+    // Inside ~/.ssh everything but public keys, known_hosts and config.
+    if parent == ".ssh" {
+        return !(base.starts_with("known_hosts")
             || base == "config"
-            || base.starts_with("authorized_keys"))
-    {
-        return true;
-    }
-    if matches!(
-        base,
-        ".ssh"
-            | ".aws"
-            | ".hoop"
-            | ".gnupg"
-            | ".token.json"
-            | "agent.env"
-            | ".netrc"
-            | ".git-credentials"
-            | ".pypirc"
-            | ".npmrc"
-            | "application_default_credentials.json"
-            | ".env"
-    ) {
-        return true;
+            || base.starts_with("authorized_keys"));
     }
     if let Some(suffix) = base.strip_prefix(".env.") {
         return !matches!(suffix, "example" | "sample" | "template" | "dist");
     }
-    (parent == ".aws" && base == "credentials")
-        || (parent == ".kube" && base == "config")
-        || (parent == ".docker" && base == "config.json")
-        || p.contains(".config/gcloud")
-        || p.contains(".azure/")
-        || p.contains("/.gnupg/")
+    SECRET_FILES.iter().any(|(m, _)| match *m {
+        Secret::Name(n) => base == n,
+        Secret::In(dir, n) => parent == dir && base == n,
+        Secret::Under(dir) => p.contains(&format!("{dir}/")) || p.ends_with(dir),
+        Secret::Ext(e) => base.len() > e.len() && base.ends_with(e),
+    })
 }
 
 #[cfg(test)]
@@ -1727,14 +1891,10 @@ mod tests {
     }
 
     #[test]
-    fn globs_and_sql() {
+    fn globs() {
         assert!(glob("release/*", "release/1.2"));
         assert!(!glob("release/*", "feature/x"));
         assert!(glob("main", "main"));
-        assert_eq!(destructive_sql("drop table users;"), Some("DROP TABLE"));
-        assert_eq!(destructive_sql("SELECT 'drop table x'"), None);
-        assert_eq!(destructive_sql("-- drop table x\nselect 1"), None);
-        assert_eq!(destructive_sql("truncate logs"), Some("TRUNCATE"));
     }
 
     #[test]

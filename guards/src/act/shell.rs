@@ -82,6 +82,8 @@ pub(crate) struct Cmd {
     pub stdin_text: Option<String>,
     /// Files redirected into stdin (`< file`).
     pub in_files: Vec<Word>,
+    /// Files stdout is written to (`> file`, `>> file`).
+    pub out_files: Vec<Word>,
 }
 
 /// What flows out of a pipeline stage into the next one.
@@ -112,6 +114,13 @@ pub(crate) struct Analyser<'c> {
     /// Shell variables assigned a literal value earlier in the text
     /// (`a=rm; $a -rf x` runs `rm`).
     vars: Vec<(String, String)>,
+    /// Heredoc bodies lifted out of text the parser could not read
+    /// ([`hoist_heredocs`]), by placeholder number.
+    heredocs: Vec<String>,
+    /// Files written earlier in the text with known content
+    /// (`cat <<'EOF' > s.sh`), so that running them (`bash s.sh`) is
+    /// checked like the text itself.
+    files: Vec<(String, String)>,
 }
 
 pub(crate) fn analyse(text: &str, cfg: &ActConfig) -> Verdict {
@@ -126,6 +135,8 @@ pub(crate) fn analyse(text: &str, cfg: &ActConfig) -> Verdict {
         tree_depth: 0,
         deadline: Instant::now() + PARSE_BUDGET,
         vars: Vec::new(),
+        heredocs: Vec::new(),
+        files: Vec::new(),
     };
     a.shell(text);
     match (a.hit, a.unchecked, a.unparsed) {
@@ -162,13 +173,60 @@ impl<'c> Analyser<'c> {
             ));
             return;
         }
+        let Some(tree) = self.parse(text) else {
+            return;
+        };
+        let root = tree.root_node();
+        // tree-sitter-bash loses the rest of a line after a heredoc start
+        // when `;`, `&` or a redirection plus `|` follows it (`cat <<EOF;
+        // rm -rf x`): bash runs that rest, so the heredocs are lifted out as
+        // `<` redirects from placeholders and the text is parsed again.
+        if root.has_error()
+            && text.contains("<<")
+            && let Some((hoisted, lifted)) = hoist_heredocs(text, &mut self.heredocs)
+        {
+            let Some(tree2) = self.parse(&hoisted) else {
+                return;
+            };
+            if tree2.root_node().has_error() {
+                self.note_unparsed("the command is not valid shell syntax");
+            }
+            self.walk_tree(tree2.root_node(), &hoisted);
+            // `$(…)` in an unquoted body runs whatever reads the body (one
+            // level deeper, so that bodies inside bodies stay bounded).
+            self.depth += 1;
+            for n in lifted {
+                let body = self.heredocs[n].clone();
+                if body.contains("$(") || body.contains('`') {
+                    self.shell(&format!("cat <<{BODY_END}\n{body}\n{BODY_END}\n"));
+                }
+            }
+            self.depth -= 1;
+            return;
+        }
+        if root.has_error() {
+            self.note_unparsed("the command is not valid shell syntax");
+        }
+        self.walk_tree(root, text);
+    }
+
+    fn walk_tree(&mut self, root: Node<'_>, text: &str) {
+        self.depth += 1;
+        let saved = self.cwd.clone();
+        self.walk(root, text);
+        self.cwd = saved;
+        self.depth -= 1;
+    }
+
+    /// Parse `text`; `None` (and the reason noted) when no tree comes out.
+    fn parse(&mut self, text: &str) -> Option<tree_sitter::Tree> {
         let mut parser = match self.parser.take() {
             Some(p) => p,
             None => {
                 let mut p = Parser::new();
                 if p.set_language(&tree_sitter_bash::LANGUAGE.into()).is_err() {
                     self.note_unparsed("shell grammar unavailable");
-                    return;
+                    return None;
                 }
                 p
             }
@@ -213,17 +271,35 @@ impl<'c> Analyser<'c> {
             } else {
                 self.note_unparsed("the shell parser gave no tree");
             }
-            return;
+            return None;
         };
-        let root = tree.root_node();
-        if root.has_error() {
-            self.note_unparsed("the command is not valid shell syntax");
-        }
-        self.depth += 1;
-        let saved = self.cwd.clone();
-        self.walk(root, text);
-        self.cwd = saved;
-        self.depth -= 1;
+        Some(tree)
+    }
+
+    /// Note that `path` now holds `content`.
+    pub fn remember_file(&mut self, path: &str, content: &str) {
+        let key = path.trim_start_matches("./").to_string();
+        self.files.retain(|(k, _)| *k != key);
+        self.files.push((key, content.to_string()));
+    }
+
+    /// What this text wrote to `path` earlier, if known.
+    pub fn written(&self, path: &str) -> Option<String> {
+        let key = path.trim_start_matches("./");
+        self.files
+            .iter()
+            .rev()
+            .find(|(k, _)| k == key)
+            .map(|(_, c)| c.clone())
+    }
+
+    /// The heredoc body a placeholder stands for; other text unchanged.
+    fn lifted(&self, t: String) -> String {
+        t.strip_prefix(PLACEHOLDER)
+            .and_then(|n| n.strip_suffix("__"))
+            .and_then(|n| n.parse::<usize>().ok())
+            .and_then(|n| self.heredocs.get(n).cloned())
+            .unwrap_or(t)
     }
 
     fn note_unparsed(&mut self, why: &str) {
@@ -281,8 +357,14 @@ impl<'c> Analyser<'c> {
                     let name = text(n, src).to_string();
                     self.vars.retain(|(k, _)| *k != name);
                     // Dynamic values stay as written (`$HOME`, `$(…)`),
-                    // which the rules understand or treat as unknown.
-                    self.vars.push((name, value.text));
+                    // which the rules understand or treat as unknown; a
+                    // fresh `$(mktemp -d)` is a temp dir.
+                    let value = if rules::is_mktemp(&value.text) {
+                        rules::FRESH_TEMP.to_string()
+                    } else {
+                        value.text
+                    };
+                    self.vars.push((name, value));
                 }
                 self.walk_children(node, src);
             }
@@ -381,6 +463,7 @@ impl<'c> Analyser<'c> {
         let mut heredoc_nodes = Vec::new();
         let mut continuations = Vec::new();
         let mut extra_in = Vec::new();
+        let mut extra_out = Vec::new();
         let mut here_string = None;
         let mut cursor = node.walk();
         for r in node.children_by_field_name("redirect", &mut cursor) {
@@ -393,7 +476,8 @@ impl<'c> Analyser<'c> {
                                 heredoc = Some(text(k, src).to_string());
                                 heredoc_nodes.push(k);
                             }
-                            "heredoc_start" | "heredoc_end" | "file_redirect" => {}
+                            "file_redirect" => extra_out.extend(output_redirect(k, src)),
+                            "heredoc_start" | "heredoc_end" => {}
                             _ => continuations.push(k),
                         }
                     }
@@ -408,6 +492,7 @@ impl<'c> Analyser<'c> {
                     if let Some(w) = input_redirect(r, src) {
                         extra_in.push(w);
                     }
+                    extra_out.extend(output_redirect(r, src));
                     self.walk_children(r, src);
                 }
                 _ => self.walk(r, src),
@@ -418,6 +503,7 @@ impl<'c> Analyser<'c> {
             Some(body) if body.kind() == "command" => {
                 let mut cmd = build_cmd(body, src, stdin.as_deref());
                 cmd.in_files.extend(extra_in);
+                cmd.out_files.extend(extra_out);
                 let out = self.run(&cmd, input);
                 self.walk_inside_command(body, src);
                 out
@@ -455,6 +541,17 @@ impl<'c> Analyser<'c> {
         if self.hit.is_some() {
             return Flow::default();
         }
+        // A lifted heredoc is read from a placeholder "file".
+        if let Some(pos) = cmd
+            .in_files
+            .iter()
+            .position(|w| w.text.starts_with(PLACEHOLDER))
+        {
+            let mut c = cmd.clone();
+            let w = c.in_files.remove(pos);
+            c.stdin_text = Some(self.lifted(w.text));
+            return self.run(&c, input);
+        }
         if !self.vars.is_empty() && cmd.words.iter().any(|w| w.dynamic) {
             let mut expanded = cmd.clone();
             for w in &mut expanded.words {
@@ -469,6 +566,140 @@ impl<'c> Analyser<'c> {
         }
         rules::run(self, cmd, input)
     }
+}
+
+/// Prefix of the file name that stands for a lifted heredoc body
+/// (`__hoop_heredoc_3__`).
+const PLACEHOLDER: &str = "__hoop_heredoc_";
+
+/// Delimiter used to re-read an unquoted lifted body for its `$(…)`.
+const BODY_END: &str = "__HOOP_BODY_END__";
+
+/// Rewrite every heredoc (`<<EOF`, `<<-'EOF'`, …) as a `<` redirect from a
+/// placeholder word and cut its body out of the text, the way bash reads
+/// them: the operator's line runs as written, the bodies follow the line in
+/// order. Bodies go to `bodies`; returns the new text and the indexes of the
+/// unquoted bodies (their `$(…)` expand), or `None` when there is no heredoc.
+fn hoist_heredocs(text: &str, bodies: &mut Vec<String>) -> Option<(String, Vec<usize>)> {
+    let b = text.as_bytes();
+    let mut out: Vec<u8> = Vec::with_capacity(b.len());
+    let mut pending: Vec<(String, bool, usize)> = Vec::new();
+    let mut unquoted = Vec::new();
+    let (mut sq, mut dq) = (false, false);
+    let mut arith = 0usize;
+    let first = bodies.len();
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        if sq {
+            out.push(c);
+            sq = c != b'\'';
+            i += 1;
+            continue;
+        }
+        match c {
+            b'\\' => {
+                out.extend_from_slice(&b[i..(i + 2).min(b.len())]);
+                i += 2;
+                continue;
+            }
+            b'\'' if !dq => sq = true,
+            b'"' => dq = !dq,
+            b'(' if !dq && b.get(i + 1) == Some(&b'(') => arith += 1,
+            b')' if !dq && arith > 0 && b.get(i + 1) == Some(&b')') => arith -= 1,
+            b'#' if !dq && (i == 0 || b" \t\n;&|(".contains(&b[i - 1])) => {
+                while i < b.len() && b[i] != b'\n' {
+                    out.push(b[i]);
+                    i += 1;
+                }
+                continue;
+            }
+            b'<' if !dq
+                && arith == 0
+                && b[i..].starts_with(b"<<")
+                && !b[i..].starts_with(b"<<<") =>
+            {
+                let mut j = i + 2;
+                let strip_tabs = b.get(j) == Some(&b'-');
+                if strip_tabs {
+                    j += 1;
+                }
+                while j < b.len() && (b[j] == b' ' || b[j] == b'\t') {
+                    j += 1;
+                }
+                let mut delim = Vec::new();
+                let mut quoted = false;
+                let mut q: Option<u8> = None;
+                while j < b.len() {
+                    let d = b[j];
+                    match q {
+                        Some(open) if d == open => q = None,
+                        Some(_) => delim.push(d),
+                        None if d == b'\'' || d == b'"' => {
+                            quoted = true;
+                            q = Some(d);
+                        }
+                        None if d == b'\\' => {
+                            quoted = true;
+                            j += 1;
+                            if let Some(&e) = b.get(j) {
+                                delim.push(e);
+                            }
+                        }
+                        None if d.is_ascii_whitespace() || b";&|<>()".contains(&d) => break,
+                        None => delim.push(d),
+                    }
+                    j += 1;
+                }
+                let n = bodies.len();
+                bodies.push(String::new());
+                if !quoted {
+                    unquoted.push(n);
+                }
+                pending.push((String::from_utf8_lossy(&delim).into_owned(), strip_tabs, n));
+                // A `<` redirect: the grammar accepts it wherever a
+                // redirection may stand (a here-string it does not).
+                out.extend_from_slice(format!("<{PLACEHOLDER}{n}__").as_bytes());
+                i = j;
+                continue;
+            }
+            b'\n' if !pending.is_empty() && !dq => {
+                out.push(b'\n');
+                i += 1;
+                for (delim, strip_tabs, n) in pending.drain(..) {
+                    let mut body = String::new();
+                    while i < b.len() {
+                        let end = b[i..]
+                            .iter()
+                            .position(|&x| x == b'\n')
+                            .map_or(b.len(), |p| i + p);
+                        let line = String::from_utf8_lossy(&b[i..end]);
+                        i = (end + 1).min(b.len());
+                        let cmp = if strip_tabs {
+                            line.trim_start_matches('\t')
+                        } else {
+                            &line
+                        };
+                        if cmp == delim {
+                            break;
+                        }
+                        body.push_str(&line);
+                        body.push('\n');
+                    }
+                    bodies[n] = body;
+                }
+                continue;
+            }
+            _ => {}
+        }
+        out.push(c);
+        i += 1;
+    }
+    if bodies.len() == first {
+        return None;
+    }
+    let text = String::from_utf8(out).ok()?;
+    Some((text, unquoted))
 }
 
 /// The deepest bracket nesting in `text` (quotes not considered: an upper
@@ -539,6 +770,18 @@ fn input_redirect(r: Node<'_>, src: &str) -> Option<Word> {
     }
 }
 
+/// `> file`, `>> file`, `>| file`, `&> file` (not `>&2`): the file written.
+fn output_redirect(r: Node<'_>, src: &str) -> Option<Word> {
+    let t = text(r, src);
+    let t = t.trim_start_matches(|c: char| c.is_ascii_digit() || c == '&');
+    if t.starts_with('>') && !t.starts_with(">&") {
+        r.child_by_field_name("destination")
+            .map(|d| word_value(d, src))
+    } else {
+        None
+    }
+}
+
 fn build_cmd(node: Node<'_>, src: &str, stdin: Option<&str>) -> Cmd {
     let mut cmd = Cmd {
         span: text(node, src).to_string(),
@@ -557,6 +800,7 @@ fn build_cmd(node: Node<'_>, src: &str, stdin: Option<&str>) -> Cmd {
                 if let Some(w) = input_redirect(child, src) {
                     cmd.in_files.push(w);
                 }
+                cmd.out_files.extend(output_redirect(child, src));
             }
             "herestring_redirect" => {
                 if let Some(v) = child.named_child(0) {
