@@ -133,7 +133,8 @@ for d, _, fs in os.walk(os.path.join(corpus, "projects")):
             cc = u.get("cache_creation") or {}
             t = (u.get("input_tokens", 0), cc.get("ephemeral_5m_input_tokens", 0), cc.get("ephemeral_1h_input_tokens", 0),
                  u.get("cache_read_input_tokens", 0), u.get("output_tokens", 0))
-            key = (m.get("id"), j.get("requestId"))
+            # One API response counts once: message id, else request id, else the line.
+            key = ("m", m["id"]) if m.get("id") else ("r", j["requestId"]) if j.get("requestId") else ("l", f, len(best))
             if key not in best or sum(t) > sum(best[key][1]): best[key] = (m.get("model"), t)
 anth = per_type = 0.0
 for model, (i, w5, w1, r, o) in best.values():

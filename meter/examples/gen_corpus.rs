@@ -3,10 +3,12 @@
 //! of tens of MB, one line of several MB), shaped like the real CLI's lines:
 //! compact JSON, one assistant line per content block with the usage
 //! repeated and growing (the last copy is final), subagent transcripts under
-//! `<session>/subagents/`, sidechain replays into other transcripts, a few
-//! truncated lines. It also writes `expected.json`: the true totals
-//! (largest copy per (message id, request id)) computed while generating,
-//! independently of the meter's reader.
+//! `<session>/subagents/`, sidechain replays into other transcripts, side
+//! questions that replay the main chain's last responses as sidechain
+//! records under a new request id, a few truncated lines. It also writes
+//! `expected.json`: the true totals (largest copy per message id: one API
+//! response counts once) computed while generating, independently of the
+//! meter's reader.
 //!
 //! `cargo run --release -p hoop-meter --example gen_corpus -- OUT_DIR [TOTAL_MB] [FILES] [SEED]`
 
@@ -120,18 +122,18 @@ fn civil(z: i64) -> (i64, u32, u32) {
 }
 
 struct Truth {
-    groups: HashMap<(String, String), U>,
+    /// Largest usage per message id.
+    groups: HashMap<String, U>,
+    /// Assistant records written again as side-question replays.
+    side_replayed: u64,
     lines: u64,
     malformed: u64,
     long_ctx_sonnet45: u64,
 }
 
 impl Truth {
-    fn offer(&mut self, id: &str, req: &str, u: U) {
-        let e = self
-            .groups
-            .entry((id.to_string(), req.to_string()))
-            .or_default();
+    fn offer(&mut self, id: &str, u: U) {
+        let e = self.groups.entry(id.to_string()).or_default();
         let tot = |u: &U| u.input + u.w5 + u.w1 + u.read + u.output;
         if tot(&u) > tot(e) {
             *e = u;
@@ -196,6 +198,8 @@ fn write_transcript(
     let mut parent = r.uuid();
     let mut context = 8_000 + r.below(20_000);
     let mut first = true;
+    // The last few responses' final lines (what a side question replays).
+    let mut recent: Vec<String> = Vec::new();
     let emit = |w: &mut BufWriter<File>, line: &str, written: &mut u64| {
         w.write_all(line.as_bytes()).unwrap();
         w.write_all(b"\n").unwrap();
@@ -271,7 +275,7 @@ fn write_transcript(
             let line = assistant_line(s, &id, &req, &uuid, &parent, &block, &u, s.t_ms);
             emit(&mut w, &line, &mut written);
             truth.lines += 1;
-            truth.offer(&id, &req, u);
+            truth.offer(&id, u);
             parent = uuid;
             s.t_ms += 50 + r.below(900) as i64;
             lines_of_response.push(line);
@@ -279,6 +283,32 @@ fn write_transcript(
         // Sometimes a sidechain response is replayed into another transcript.
         if s.sidechain && r.below(10) == 0 {
             s.replays.push(lines_of_response.last().unwrap().clone());
+        }
+        recent.push(lines_of_response.last().unwrap().clone());
+        if recent.len() > 3 {
+            recent.remove(0);
+        }
+        // Sometimes a side question: the main chain's last responses are
+        // replayed as sidechain records under the side question's own
+        // request id (same message ids, same usage).
+        if !s.sidechain && r.below(12) == 0 {
+            let side_req = format!("req_011C{}", &r.uuid().replace('-', "")[..20]);
+            for l in &recent {
+                let old_req = l
+                    .split(r#""requestId":""#)
+                    .nth(1)
+                    .and_then(|t| t.split('"').next())
+                    .unwrap_or_default();
+                let copy = l
+                    .replace(r#""isSidechain":false"#, r#""isSidechain":true"#)
+                    .replace(
+                        &format!(r#""requestId":"{old_req}""#),
+                        &format!(r#""requestId":"{side_req}""#),
+                    );
+                emit(&mut w, &copy, &mut written);
+                truth.lines += 1;
+                truth.side_replayed += 1;
+            }
         }
         // A line cut mid-write now and then (it carries no usage bytes).
         if r.below(400) == 0 {
@@ -330,6 +360,7 @@ fn main() {
         .collect();
     let mut truth = Truth {
         groups: HashMap::new(),
+        side_replayed: 0,
         lines: 0,
         malformed: 0,
         long_ctx_sonnet45: 0,
@@ -395,9 +426,10 @@ fn main() {
         t.output += u.output;
     }
     let expected = format!(
-        r#"{{"files":{files},"bytes":{total},"lines":{},"responses":{},"replayed_lines":{replayed},"malformed_lines":{},"sonnet45_long_context_responses":{},"input_tokens":{},"cache_creation_input_tokens":{},"cache_creation_5m_input_tokens":{},"cache_creation_1h_input_tokens":{},"cache_read_input_tokens":{},"output_tokens":{}}}"#,
+        r#"{{"files":{files},"bytes":{total},"lines":{},"responses":{},"replayed_lines":{replayed},"side_question_replayed_lines":{},"malformed_lines":{},"sonnet45_long_context_responses":{},"input_tokens":{},"cache_creation_input_tokens":{},"cache_creation_5m_input_tokens":{},"cache_creation_1h_input_tokens":{},"cache_read_input_tokens":{},"output_tokens":{}}}"#,
         truth.lines,
         truth.groups.len(),
+        truth.side_replayed,
         truth.malformed,
         truth.long_ctx_sonnet45,
         t.input,

@@ -5,14 +5,37 @@
 //!
 //! Pipeline: [`discover`] the transcript files → [`collect`] (per file, read
 //! only the bytes the incremental state has not seen, in parallel; every
-//! line goes through `hoop_core::transcript`) → global dedup by (message id,
-//! request id) keeping the largest copy → [`report`] rows, priced from the
+//! line goes through `hoop_core::transcript`) → global dedup, one entry per
+//! API response keeping its largest copy → [`report`] rows, priced from the
 //! table in [`prices`].
+//!
+//! **One API response counts once.** A message id names one API response,
+//! so every record carrying it is a copy of that response, whatever its
+//! request id, sidechain flag or file says: a side question replays earlier
+//! assistant records under a new request id, a resumed session copies its
+//! history into the new transcript, and streaming writes one response as
+//! several records whose usage grows. The dedup key
+//! ([`scan::dedup_key`]) is therefore the message id; a record without one
+//! falls back to its request id, and a record with neither is its own entry.
+//! Among copies the largest usage wins (then the earliest timestamp, then
+//! path and offset), wherever it sits.
+//!
+//! How this relates to ccusage (20.0.24): ccusage keys on message id +
+//! request id, and drops a sidechain record whose message id it has already
+//! seen. The two rules agree on plain transcripts and on sidechain replays.
+//! They differ where copies of one message id carry different request ids
+//! outside a sidechain (a resumed session's copied history, a replay not
+//! flagged as sidechain): ccusage counts each (message id, request id) pair
+//! again, this meter counts the response once. ccusage also keeps the first
+//! copy it reads where this meter keeps the largest, and records without a
+//! request id are not deduplicated by ccusage at all (its key needs both),
+//! while here they fall back to the message id like every other record.
 //!
 //! Incremental == cold: the state keeps per file the winning record of each
 //! group, so a later, larger copy of a group replaces the earlier one and a
 //! rewritten or shrunk file is read again from its start; the final dedup
-//! runs over all files every time.
+//! runs over all files every time. A cache written under another dedup rule
+//! has another format version and is rebuilt (see [`state`]).
 
 pub mod prices;
 pub mod report;

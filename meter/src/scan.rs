@@ -1,7 +1,7 @@
 //! Streaming scan of one transcript file from a byte offset: lines are cut
 //! out of a fixed-size buffer, a line that could carry usage is parsed by
-//! `hoop_core::transcript::parse_line`, and per (message id, request id) the
-//! largest copy is kept. Memory per scan is the buffer plus at most one line
+//! `hoop_core::transcript::parse_line`, and per API response (see
+//! [`dedup_key`]) the largest copy is kept. Memory per scan is the buffer plus at most one line
 //! of [`MAX_LINE_BYTES`]; a longer line is streamed through, never held.
 
 use std::collections::HashMap;
@@ -26,8 +26,8 @@ pub const MAX_LINE_BYTES: usize = 32 << 20;
 /// than one line's worth: the file's head and the bytes before the offset.
 pub const FINGERPRINT_BYTES: u64 = 4096;
 
-/// One deduplicated response: the winning copy of its (message id, request
-/// id) group within a file. String fields index the file's string table.
+/// One deduplicated response: the winning copy of its group (see
+/// [`dedup_key`]) within a file. String fields index the file's string table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Rec {
     /// 128-bit hash of the dedup key (see [`dedup_key`]).
@@ -93,20 +93,25 @@ fn fnv(mut h: u128, bytes: &[u8]) -> u128 {
     h
 }
 
-/// The dedup key: (`message.id`, `requestId`) when the line has a message id
-/// (a missing request id counts as empty); a line without a message id is
-/// its own group, keyed by its file and position so a reread stays idempotent.
+/// The dedup key, by the first of these a record has:
+/// 1. its `message.id` — one API response, whatever request id, sidechain
+///    flag or file its copy carries (a side question replays earlier
+///    assistant records under a new request id; a resumed session copies its
+///    history into the new transcript; streaming writes one response as
+///    several records whose usage grows);
+/// 2. its `requestId`, when it has no message id;
+/// 3. the line itself (file and byte offset), so a reread stays idempotent.
+///
+/// The three kinds are tagged apart, so a message id never meets a request
+/// id of the same spelling.
 pub fn dedup_key(message_id: Option<&str>, request_id: Option<&str>, path: &str, off: u64) -> u128 {
-    match message_id {
-        Some(id) => {
-            let h = fnv(FNV_OFFSET, b"m\0");
-            let h = fnv(h, id.as_bytes());
-            let h = fnv(h, b"\0");
-            fnv(h, request_id.unwrap_or("").as_bytes())
-        }
-        None => {
+    match (message_id, request_id) {
+        (Some(id), _) => fnv(fnv(FNV_OFFSET, b"m\0"), id.as_bytes()),
+        (None, Some(req)) => fnv(fnv(FNV_OFFSET, b"r\0"), req.as_bytes()),
+        (None, None) => {
             let h = fnv(FNV_OFFSET, b"p\0");
             let h = fnv(h, path.as_bytes());
+            let h = fnv(h, b"\0");
             fnv(h, &off.to_le_bytes())
         }
     }
@@ -476,14 +481,61 @@ mod tests {
         );
     }
 
+    /// The key as a table: which pairs of records are copies of one
+    /// response (same key) and which are not.
     #[test]
-    fn dedup_key_separates_request_ids_and_keyless_lines() {
-        let a = dedup_key(Some("m1"), Some("r1"), "f", 0);
-        assert_eq!(a, dedup_key(Some("m1"), Some("r1"), "g", 99));
-        assert_ne!(a, dedup_key(Some("m1"), Some("r2"), "f", 0));
-        assert_ne!(a, dedup_key(Some("m1"), None, "f", 0));
-        assert_ne!(dedup_key(None, None, "f", 0), dedup_key(None, None, "f", 1));
-        assert_eq!(dedup_key(None, None, "f", 7), dedup_key(None, None, "f", 7));
+    fn dedup_key_table() {
+        type R<'a> = (Option<&'a str>, Option<&'a str>, &'a str, u64);
+        let cases: &[(R, R, bool)] = &[
+            // One message id: one response, whatever the request id or file.
+            (
+                (Some("m1"), Some("r1"), "f", 0),
+                (Some("m1"), Some("r1"), "g", 9),
+                true,
+            ),
+            (
+                (Some("m1"), Some("r1"), "f", 0),
+                (Some("m1"), Some("r2"), "f", 5),
+                true,
+            ),
+            (
+                (Some("m1"), Some("r1"), "f", 0),
+                (Some("m1"), None, "g", 0),
+                true,
+            ),
+            ((Some("m1"), None, "f", 0), (Some("m1"), None, "f", 7), true),
+            // Different message ids are different responses, even under one
+            // request id.
+            (
+                (Some("m1"), Some("r1"), "f", 0),
+                (Some("m2"), Some("r1"), "f", 0),
+                false,
+            ),
+            // No message id: the request id decides.
+            ((None, Some("r1"), "f", 0), (None, Some("r1"), "g", 3), true),
+            (
+                (None, Some("r1"), "f", 0),
+                (None, Some("r2"), "f", 0),
+                false,
+            ),
+            // A message id never meets a request id of the same spelling.
+            ((Some("x"), None, "f", 0), (None, Some("x"), "f", 0), false),
+            (
+                (Some("x"), Some("r"), "f", 0),
+                (None, Some("x"), "f", 0),
+                false,
+            ),
+            // Neither: the line itself (file and offset).
+            ((None, None, "f", 0), (None, None, "f", 0), true),
+            ((None, None, "f", 0), (None, None, "f", 1), false),
+            ((None, None, "f", 0), (None, None, "g", 0), false),
+            ((None, None, "f", 0), (None, Some("f"), "f", 0), false),
+        ];
+        for (a, b, same) in cases {
+            let ka = dedup_key(a.0, a.1, a.2, a.3);
+            let kb = dedup_key(b.0, b.1, b.2, b.3);
+            assert_eq!(ka == kb, *same, "{a:?} vs {b:?}");
+        }
     }
 
     use proptest::prelude::*;

@@ -19,7 +19,12 @@ use hoop_core::transcript::Usage;
 use crate::scan::{Rec, Skipped};
 use crate::{Entry, MeterError};
 
-const MAGIC: &[u8; 8] = b"HOOPUSG\x04";
+/// The format tag; its last byte is the version. Bumped whenever what a
+/// stored record means changes, not only its layout: version 5 keys records
+/// by message id alone (see `scan::dedup_key`), so a version-4 cache, whose
+/// keys also carried the request id, is rebuilt rather than merged with
+/// keys of the new rule.
+const MAGIC: &[u8; 8] = b"HOOPUSG\x05";
 
 /// What the state remembers of one file.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

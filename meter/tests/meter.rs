@@ -133,8 +133,19 @@ fn the_largest_copy_of_a_response_wins_whatever_the_order() {
     }
 }
 
+fn sidechain(l: String) -> String {
+    l.replace(r#""isSidechain":false"#, r#""isSidechain":true"#)
+}
+
+fn resumed(l: String, session: &str) -> String {
+    l.replace(
+        r#""sessionId":"s1""#,
+        &format!(r#""sessionId":"{session}""#),
+    )
+}
+
 #[test]
-fn a_different_request_id_is_a_different_response() {
+fn one_message_id_is_one_response_whatever_its_request_ids() {
     let d = tempfile::tempdir().unwrap();
     let ts = "2026-11-01T10:00:00.000Z";
     write_project(
@@ -143,11 +154,157 @@ fn a_different_request_id_is_a_different_response() {
         &[
             line("m1", Some("r1"), "claude-sonnet-4-6", ts, 10, 1),
             line("m1", Some("r2"), "claude-sonnet-4-6", ts, 10, 1),
-            line("m2", None, "claude-sonnet-4-6", ts, 10, 1),
-            line("m2", None, "claude-sonnet-4-6", ts, 10, 1),
+            line("m1", None, "claude-sonnet-4-6", ts, 10, 1),
+            line("m2", Some("r1"), "claude-sonnet-4-6", ts, 20, 1),
         ],
     );
-    assert_eq!(totals(&cold(d.path()))["responses"], 3);
+    let t = totals(&cold(d.path()));
+    assert_eq!(t["responses"], 2);
+    assert_eq!(t["input_tokens"], 30);
+}
+
+#[test]
+fn sidechain_replays_with_new_request_ids_count_once() {
+    // A side question replays the main chain's assistant records into a
+    // sidechain, each under a new request id.
+    let d = tempfile::tempdir().unwrap();
+    let ts = "2026-11-01T10:00:00.000Z";
+    let m = "claude-opus-4-6";
+    write_project(
+        d.path(),
+        "p/s1.jsonl",
+        &[
+            line("msg_a", Some("req_a"), m, ts, 100, 5),
+            line("msg_b", Some("req_b"), m, ts, 200, 7),
+            sidechain(line("msg_a", Some("req_side1"), m, ts, 100, 5)),
+            sidechain(line("msg_b", Some("req_side1"), m, ts, 200, 7)),
+            sidechain(line("msg_side", Some("req_side1"), m, ts, 1, 1)),
+        ],
+    );
+    write_project(
+        d.path(),
+        "p/s1/subagents/agent-x.jsonl",
+        &[sidechain(line("msg_a", Some("req_side2"), m, ts, 100, 5))],
+    );
+    let t = totals(&cold(d.path()));
+    assert_eq!(t["responses"], 3, "msg_a, msg_b, msg_side");
+    assert_eq!(t["input_tokens"], 301);
+    assert_eq!(t["output_tokens"], 13);
+}
+
+#[test]
+fn a_resumed_sessions_copied_history_across_two_files_counts_once() {
+    // `--resume` writes a new transcript that starts with the old session's
+    // records (same message ids; the copies here carry other request ids and
+    // the new session id), then goes on with new responses.
+    let d = tempfile::tempdir().unwrap();
+    let m = "claude-opus-4-6";
+    let old: Vec<String> = (1..=3)
+        .map(|i| {
+            line(
+                &format!("msg_{i}"),
+                Some(&format!("req_{i}")),
+                m,
+                &format!("2026-11-01T10:0{i}:00.000Z"),
+                10 * i,
+                i,
+            )
+        })
+        .collect();
+    let mut new: Vec<String> = (1..=3)
+        .map(|i| {
+            resumed(
+                line(
+                    &format!("msg_{i}"),
+                    Some(&format!("req_copy_{i}")),
+                    m,
+                    &format!("2026-11-01T10:0{i}:00.000Z"),
+                    10 * i,
+                    i,
+                ),
+                "s2",
+            )
+        })
+        .collect();
+    new.push(resumed(
+        line(
+            "msg_4",
+            Some("req_4"),
+            m,
+            "2026-11-01T11:00:00.000Z",
+            1000,
+            9,
+        ),
+        "s2",
+    ));
+    write_project(d.path(), "p/s1.jsonl", &old);
+    write_project(d.path(), "p/s2.jsonl", &new);
+    let st = tempfile::tempdir().unwrap();
+    let state = st.path().join("state.bin");
+    for c in [
+        cold(d.path()),
+        warm(d.path(), &state),
+        warm(d.path(), &state),
+    ] {
+        let t = totals(&c);
+        assert_eq!(t["responses"], 4);
+        assert_eq!(t["input_tokens"], 10 + 20 + 30 + 1000);
+        assert_eq!(t["output_tokens"], 1 + 2 + 3 + 9);
+    }
+}
+
+#[test]
+fn streaming_copies_count_once_at_their_largest_wherever_it_is() {
+    // One response written as growing copies, spread over three files under
+    // three request ids; the largest may be in any of them.
+    let ts = "2026-11-01T10:00:00.000Z";
+    let m = "claude-sonnet-4-6";
+    for largest_in in 0..3 {
+        let d = tempfile::tempdir().unwrap();
+        let st = tempfile::tempdir().unwrap();
+        let state = st.path().join("state.bin");
+        for f in 0..3 {
+            let out = if f == largest_in { 900 } else { 10 + f as u64 };
+            let req = format!("req_{f}");
+            let l = line("msg_s", Some(&req), m, ts, 50, out);
+            let l = if f == 0 { l } else { sidechain(l) };
+            write_project(d.path(), &format!("p/f{f}.jsonl"), &[l]);
+        }
+        for c in [cold(d.path()), warm(d.path(), &state)] {
+            let t = totals(&c);
+            assert_eq!(t["responses"], 1, "largest in file {largest_in}");
+            assert_eq!(t["output_tokens"], 900, "largest in file {largest_in}");
+            assert_eq!(t["input_tokens"], 50, "largest in file {largest_in}");
+        }
+    }
+}
+
+#[test]
+fn a_record_without_message_id_falls_back_to_its_request_id() {
+    let d = tempfile::tempdir().unwrap();
+    let ts = "2026-11-01T10:00:00.000Z";
+    let m = "claude-sonnet-4-6";
+    let no_id = |req: Option<&str>, inp: u64, out: u64| {
+        line("-", req, m, ts, inp, out).replace(r#""id":"-","#, "")
+    };
+    write_project(
+        d.path(),
+        "p/s.jsonl",
+        &[
+            // Two copies of one request: once, at the larger.
+            no_id(Some("req_1"), 10, 1),
+            no_id(Some("req_1"), 10, 4),
+            // Another request: its own response.
+            no_id(Some("req_2"), 100, 1),
+            // Neither id: every line is its own response.
+            no_id(None, 1000, 1),
+            no_id(None, 1000, 1),
+        ],
+    );
+    let t = totals(&cold(d.path()));
+    assert_eq!(t["responses"], 4);
+    assert_eq!(t["input_tokens"], 10 + 100 + 2000);
+    assert_eq!(t["output_tokens"], 4 + 1 + 2);
 }
 
 #[test]

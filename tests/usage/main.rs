@@ -302,18 +302,11 @@ fn claude_bin() -> PathBuf {
 }
 
 /// The real CLI, pointed at the stand-in, runs a tool loop (two API calls)
-/// from a hoop home's work dir; the meter's totals over the transcript it
-/// wrote equal the CLI's own `result.usage` for the turn, read through the
-/// same `core::transcript::Usage`, and the home report names the home.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_meter_agrees_with_the_real_cli_result_usage() {
-    let bin = claude_bin();
-    let standin = hoop_standin::Standin::spawn().await.unwrap();
+/// from `work` with `home` as its HOME; returns its `result` line.
+async fn real_cli_tool_loop(standin: &hoop_standin::Standin, home: &Path, work: &Path) -> Value {
     standin.push(hoop_standin::Reply::bash("echo metered", "all done"));
-    let e = Env::new();
-    let work = e.root.join("alice/work");
-    fs::create_dir_all(&work).unwrap();
-    let child = tokio::process::Command::new(bin)
+    fs::create_dir_all(work).unwrap();
+    let child = tokio::process::Command::new(claude_bin())
         .args([
             "-p",
             "run the command",
@@ -324,10 +317,10 @@ async fn the_meter_agrees_with_the_real_cli_result_usage() {
             "bypassPermissions",
         ])
         .envs(standin.claude_env())
-        .env("HOME", &e.home)
+        .env("HOME", home)
         .env("IS_SANDBOX", "1")
         .env_remove("CLAUDE_CONFIG_DIR")
-        .current_dir(&work)
+        .current_dir(work)
         .kill_on_drop(true)
         .output();
     let out = tokio::time::timeout(std::time::Duration::from_secs(120), child)
@@ -346,13 +339,16 @@ async fn the_meter_agrees_with_the_real_cli_result_usage() {
             )
         });
     assert_eq!(result["is_error"], false, "{result}");
-    let turn = hoop_core::transcript::Usage::from_json(&result["usage"]).unwrap();
-    assert_eq!(standin.request_count(), 2, "a tool loop is two API calls");
+    result
+}
 
-    // The CLI wrote its transcript under $HOME/.claude (no CLAUDE_CONFIG_DIR).
+/// `hoop usage <args> --json` over the CLI's default config dir.
+fn usage_over_home(e: &Env, args: &[&str]) -> Value {
     let out = assert_cmd::Command::cargo_bin("hoop")
         .unwrap()
-        .args(["usage", "home", "--json"])
+        .arg("usage")
+        .args(args)
+        .arg("--json")
         .env_remove("CLAUDE_CONFIG_DIR")
         .env("HOME", &e.home)
         .env("HOOP_ROOT", &e.root)
@@ -364,7 +360,32 @@ async fn the_meter_agrees_with_the_real_cli_result_usage() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The transcript the real CLI wrote for `session` under `home`.
+fn cli_transcript(home: &Path, session: &str) -> PathBuf {
+    fs::read_dir(home.join(".claude/projects"))
+        .unwrap()
+        .flatten()
+        .map(|d| d.path().join(format!("{session}.jsonl")))
+        .find(|p| p.exists())
+        .expect("the session's transcript")
+}
+
+/// The real CLI runs a tool loop; the meter's totals over the transcript it
+/// wrote equal the CLI's own `result.usage` for the turn, read through the
+/// same `core::transcript::Usage`, and the home report names the home.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_meter_agrees_with_the_real_cli_result_usage() {
+    let standin = hoop_standin::Standin::spawn().await.unwrap();
+    let e = Env::new();
+    let result = real_cli_tool_loop(&standin, &e.home, &e.root.join("alice/work")).await;
+    let turn = hoop_core::transcript::Usage::from_json(&result["usage"]).unwrap();
+    assert_eq!(standin.request_count(), 2, "a tool loop is two API calls");
+
+    // The CLI wrote its transcript under $HOME/.claude (no CLAUDE_CONFIG_DIR).
+    let v = usage_over_home(&e, &["home"]);
     let t = &v["totals"];
     assert_eq!(t["responses"], 2);
     assert_eq!(t["input_tokens"], turn.input);
@@ -375,13 +396,7 @@ async fn the_meter_agrees_with_the_real_cli_result_usage() {
     assert_eq!(v["skipped_lines"]["malformed"], 0);
 
     // The context meter reads the same transcript through the same reader.
-    let session = result["session_id"].as_str().unwrap();
-    let transcript = fs::read_dir(e.home.join(".claude/projects"))
-        .unwrap()
-        .flatten()
-        .map(|d| d.path().join(format!("{session}.jsonl")))
-        .find(|p| p.exists())
-        .expect("the session's transcript");
+    let transcript = cli_transcript(&e.home, result["session_id"].as_str().unwrap());
     let ctx = hoop_core::transcript::context_tokens_from_tail(
         &transcript,
         hoop_core::limits::CONTEXT_METER_TAIL_BYTES,
@@ -389,5 +404,66 @@ async fn the_meter_agrees_with_the_real_cli_result_usage() {
     .unwrap()
     .expect("a context size");
     assert!(ctx > 0 && ctx <= turn.context_tokens(), "{ctx} vs {turn:?}");
+    standin.shutdown().await;
+}
+
+/// Copies of the real CLI's records under other request ids — replayed
+/// into a sidechain file and copied into a resumed session's transcript, as
+/// the CLI does — are the same API responses and count once, cold and
+/// through the incremental cache.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn copies_of_real_cli_responses_under_other_request_ids_count_once() {
+    let standin = hoop_standin::Standin::spawn().await.unwrap();
+    let e = Env::new();
+    let result = real_cli_tool_loop(&standin, &e.home, &e.root.join("alice/work")).await;
+    let session = result["session_id"].as_str().unwrap();
+    let before = usage_over_home(&e, &[]);
+    assert_eq!(before["totals"]["responses"], 2);
+
+    let transcript = cli_transcript(&e.home, session);
+    let text = fs::read_to_string(&transcript).unwrap();
+    let assistant: Vec<Value> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["type"] == "assistant" && v["message"]["usage"].is_object())
+        .collect();
+    let ids: std::collections::BTreeSet<&str> = assistant
+        .iter()
+        .map(|v| v["message"]["id"].as_str().expect("a message id"))
+        .collect();
+    assert_eq!(ids.len(), 2, "two responses");
+    assert!(
+        assistant.iter().all(|v| v["requestId"].is_string()),
+        "the real CLI writes request ids"
+    );
+    let copies = |sidechain: bool, session_id: &str, tag: &str| -> String {
+        assistant
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                let mut v = v.clone();
+                v["requestId"] = Value::String(format!("req_{tag}_{i}"));
+                v["isSidechain"] = Value::Bool(sidechain);
+                v["sessionId"] = Value::String(session_id.to_string());
+                v.to_string() + "\n"
+            })
+            .collect()
+    };
+    let dir = transcript.parent().unwrap();
+    let side = dir.join(session).join("subagents/agent-copy.jsonl");
+    fs::create_dir_all(side.parent().unwrap()).unwrap();
+    fs::write(&side, copies(true, session, "side")).unwrap();
+    let resumed = "00000000-0000-4000-8000-00000000abcd";
+    fs::write(
+        dir.join(format!("{resumed}.jsonl")),
+        copies(false, resumed, "resumed"),
+    )
+    .unwrap();
+
+    for args in [&[][..], &["--no-cache"][..], &[][..]] {
+        let after = usage_over_home(&e, args);
+        assert_eq!(after["files"]["seen"], 3, "{args:?}");
+        assert_eq!(after["totals"], before["totals"], "{args:?}");
+    }
     standin.shutdown().await;
 }
