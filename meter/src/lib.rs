@@ -20,16 +20,19 @@
 //! Among copies the largest usage wins (then the earliest timestamp, then
 //! path and offset), wherever it sits.
 //!
-//! How this relates to ccusage (20.0.24): ccusage keys on message id +
-//! request id, and drops a sidechain record whose message id it has already
-//! seen. The two rules agree on plain transcripts and on sidechain replays.
-//! They differ where copies of one message id carry different request ids
-//! outside a sidechain (a resumed session's copied history, a replay not
-//! flagged as sidechain): ccusage counts each (message id, request id) pair
-//! again, this meter counts the response once. ccusage also keeps the first
-//! copy it reads where this meter keeps the largest, and records without a
-//! request id are not deduplicated by ccusage at all (its key needs both),
-//! while here they fall back to the message id like every other record.
+//! How this relates to ccusage (20.0.24, observed by running it on
+//! hand-made transcripts): ccusage keys on message id + request id, keeps
+//! the largest copy of a key, and drops a sidechain record whose message id
+//! it has seen anywhere (in whichever order the files are read). The two
+//! rules agree on plain transcripts, streaming copies and sidechain
+//! replays. They differ where one message id carries two request ids
+//! outside a sidechain (a resumed session's copied history under new
+//! request ids, an unflagged replay): ccusage counts each pair, this meter
+//! counts the response once. Records without a request id are deduplicated
+//! by ccusage only within one file (two files with the same message id and
+//! no request id count twice there, once here), and records without a
+//! message id are never deduplicated by ccusage (its key needs the message
+//! id), while here they fall back to the request id.
 //!
 //! Incremental == cold: the state keeps per file the winning record of each
 //! group, so a later, larger copy of a group replaces the earlier one and a

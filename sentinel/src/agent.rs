@@ -1,6 +1,7 @@
 //! The seam between a round and the process that runs the agent: what the
 //! round needs from a turn (its class for the policy, its usage for the
-//! report) and what the idle reaper needs (idle time, compact-and-stop).
+//! report), what the daemon needs at startup (the cold-start compaction)
+//! and what the idle reaper needs (idle time, compact-and-stop).
 //! The `claude` driver implements it (see `driver_agent`).
 
 use std::future::Future;
@@ -36,7 +37,11 @@ pub trait Agent: Send + 'static {
         preamble: &str,
         message: &str,
     ) -> impl Future<Output = TurnResult> + Send;
-    /// Compact the session, then stop the process (idle reaping).
+    /// Before the first round: compact the session when it is big, so the
+    /// first wake does not wait for it (the caller holds the turn lock).
+    fn cold_start(&mut self) -> impl Future<Output = ()> + Send;
+    /// Compact the session, then stop the process (idle reaping; the caller
+    /// holds the turn lock).
     fn compact_and_stop(&mut self) -> impl Future<Output = ()> + Send;
     /// Stop the process (daemon shutdown).
     fn stop(&mut self) -> impl Future<Output = ()> + Send;

@@ -1,6 +1,11 @@
 //! The daemon's wiring: take the account lock (held for life), load and
 //! check the home's state, log in, print the `🚀` line, then run the tasks
 //! (ws, cycle, heartbeat, lease renewer, idle reaper) until SIGTERM/SIGINT.
+//!
+//! Cold start: before the first round the agent's session is compacted if
+//! it is big ([`cold_start`]), holding the turn lock; the WebSocket is
+//! already up, so messages that arrive meanwhile queue as kicks and the
+//! first round answers them.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -22,6 +27,7 @@ use crate::policy::ws_backoff;
 use crate::prompts::PromptSet;
 use crate::round::RoundCtx;
 use crate::state::{Cursors, Obituaries, StateError, Status};
+use crate::switches::Switches;
 use crate::tasks;
 
 /// The environment variable naming the home, for `hoop say` run by the agent.
@@ -132,8 +138,9 @@ where
     std::fs::create_dir_all(&workdir)
         .map_err(|e| DaemonError::Home(format!("{}: {e}", workdir.display())))?;
     let prompts = PromptSet::load(&home.prompts_dir(), &home.task_path());
+    let switches = Switches::read(&home);
     tracing::info!(
-        "🚀 {} pid={} backend={} email={} claude={} permission={} cursors={} prompts={}",
+        "🚀 {} pid={} backend={} email={} claude={} permission={} cursors={} prompts={} {}",
         home.name,
         std::process::id(),
         backend_cfg.base_url,
@@ -141,7 +148,8 @@ where
         cfg.claude_bin.display(),
         cfg.permission_mode,
         cursors.0.len(),
-        prompts.describe()
+        prompts.describe(),
+        switches.describe()
     );
     // A process a crashed predecessor left running would answer on its own.
     crate::driver_agent::stop_leftover(&home.dir(), &workdir, &cfg.claude_bin).await;
@@ -184,20 +192,21 @@ where
         kick_tx,
         connected.clone(),
     ));
-    set.spawn(tasks::cycle::run(
-        ctx.clone(),
-        agent.clone(),
-        kick_rx,
-        connected.clone(),
-        status,
-    ));
+    {
+        let (ctx, agent, connected) = (ctx.clone(), agent.clone(), connected.clone());
+        let retry = cfg.timings.turn_lock_retry;
+        set.spawn(async move {
+            cold_start(&ctx.home.turn_lock_path(), &agent, retry).await;
+            tasks::cycle::run(ctx, agent, kick_rx, connected, status).await
+        });
+    }
     set.spawn(tasks::heartbeat::run(client.clone(), cfg.timings.clone()));
     set.spawn(tasks::lease::run(client.clone(), current_card));
-    set.spawn(tasks::reaper::run(
-        agent.clone(),
-        cfg.idle_reap,
-        cfg.timings.reaper_tick,
-    ));
+    {
+        let (agent, turn_lock) = (agent.clone(), home.turn_lock_path());
+        let (limit, tick) = (cfg.idle_reap, cfg.timings.reaper_tick);
+        set.spawn(async move { tasks::reaper::run(agent, &turn_lock, limit, tick).await });
+    }
 
     let why = wait_for_signal().await;
     tracing::info!(signal = why, "stopping");
@@ -209,6 +218,27 @@ where
     }
     drop(account_lock);
     Ok(())
+}
+
+/// Before the first round: take the turn lock (retrying while another
+/// process holds it) and let the agent compact a big session, so the first
+/// person to write does not wait for it. Kicks that arrive meanwhile queue.
+async fn cold_start<A: Agent>(turn_lock: &Path, agent: &tokio::sync::Mutex<A>, retry: Duration) {
+    let held = loop {
+        match lock::turn(turn_lock) {
+            Ok(l) => break l,
+            Err(e) if e.is_busy() => {
+                tracing::info!(error = %e, "turn lock busy; the cold start waits");
+                tokio::time::sleep(retry).await;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "turn lock unusable; cold start skipped");
+                return;
+            }
+        }
+    };
+    agent.lock().await.cold_start().await;
+    drop(held);
 }
 
 async fn wait_for_signal() -> &'static str {

@@ -93,9 +93,20 @@ impl Agent for DriverAgent {
         }
     }
 
+    async fn cold_start(&mut self) {
+        // The driver logs what it did; nothing due is the common case.
+        self.driver.cold_start().await;
+        self.record_pid();
+    }
+
     async fn compact_and_stop(&mut self) {
-        let o = self.driver.compact_and_stop().await;
-        tracing::info!(outcome = ?o, "agent compacted and stopped");
+        match self.driver.compact_and_stop().await {
+            Some(Outcome::Ok) => tracing::info!("agent compacted and stopped"),
+            Some(o) => {
+                tracing::warn!(outcome = %detail(&o), "agent compaction failed; stopped")
+            }
+            None => tracing::info!("agent was not running; nothing to compact"),
+        }
         self.record_pid();
     }
 

@@ -24,7 +24,10 @@ pub enum TurnClass {
     Limit,
 }
 
-/// Consecutive bad turns so far.
+/// Consecutive bad turns so far. "In a row" means with no turn of another
+/// kind between: a dead-login or limited turn ends a failure streak, and a
+/// failure ends a quiet streak, so "still online" is posted only for two
+/// failed turns that follow each other.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Streak {
     /// Failed or timed-out turns in a row (drives the notice and backoff).
@@ -73,6 +76,7 @@ pub fn after_turn(timings: &Timings, streak: &mut Streak, class: &TurnClass) -> 
             }
         }
         TurnClass::Failed | TurnClass::Timeout => {
+            streak.quiet = 0;
             streak.failures += 1;
             AfterTurn {
                 commit: false,
@@ -82,6 +86,7 @@ pub fn after_turn(timings: &Timings, streak: &mut Streak, class: &TurnClass) -> 
             }
         }
         TurnClass::AuthDead { cause } => {
+            streak.failures = 0;
             streak.quiet += 1;
             AfterTurn {
                 commit: false,
@@ -91,6 +96,7 @@ pub fn after_turn(timings: &Timings, streak: &mut Streak, class: &TurnClass) -> 
             }
         }
         TurnClass::Limit => {
+            streak.failures = 0;
             streak.quiet += 1;
             AfterTurn {
                 commit: false,
@@ -175,6 +181,58 @@ mod tests {
             assert_eq!(a.obituary_cause, obit, "{class:?}");
             assert_eq!(a.backoff.is_some(), !commit, "{class:?}");
         }
+    }
+
+    /// Sequences of turns: after each, the streak and whether the note is
+    /// posted. Only two failures with nothing between them post it.
+    #[test]
+    fn failures_in_a_row_means_nothing_between_them() {
+        use TurnClass::*;
+        let dead = || AuthDead {
+            cause: "please run /login".into(),
+        };
+        // (turns, notice after each)
+        let cases: Vec<(Vec<TurnClass>, Vec<bool>)> = vec![
+            (vec![Failed, Failed], vec![false, true]),
+            (vec![Failed, Limit, Failed], vec![false, false, false]),
+            (vec![Failed, dead(), Failed], vec![false, false, false]),
+            (
+                vec![Timeout, Limit, Timeout, Timeout],
+                vec![false, false, false, true],
+            ),
+            (vec![Failed, Ok, Failed], vec![false, false, false]),
+            (vec![Limit, Failed, Failed], vec![false, false, true]),
+        ];
+        for (turns, notices) in cases {
+            let mut s = Streak::default();
+            let got: Vec<bool> = turns
+                .iter()
+                .map(|c| after_turn(&t(), &mut s, c).post_failure_notice)
+                .collect();
+            assert_eq!(got, notices, "{turns:?}");
+        }
+        // The backoff follows the streak of the turn's own kind.
+        let mut s = Streak::default();
+        after_turn(&t(), &mut s, &Failed);
+        after_turn(&t(), &mut s, &Failed);
+        let a = after_turn(&t(), &mut s, &Limit);
+        assert_eq!(
+            s,
+            Streak {
+                failures: 0,
+                quiet: 1
+            }
+        );
+        assert_eq!(a.backoff, Some(Duration::from_secs(60)));
+        let a = after_turn(&t(), &mut s, &Failed);
+        assert_eq!(
+            s,
+            Streak {
+                failures: 1,
+                quiet: 0
+            }
+        );
+        assert_eq!(a.backoff, Some(Duration::from_secs(60)));
     }
 
     #[test]

@@ -120,6 +120,61 @@ impl Obituaries {
     }
 }
 
+/// How the last round ended, as `sentinel-status.json` spells it: one
+/// closed set of snake_case words that `hoop status` reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RoundResult {
+    /// Nothing to answer (cursors may have advanced without a turn).
+    Quiet,
+    /// The turn lock was held elsewhere; the round is retried.
+    Busy,
+    /// A turn ran and exited cleanly; its cursors were committed.
+    Ok,
+    /// A turn failed (error result, crash, garbage).
+    Failed,
+    /// A turn ran out of time.
+    Timeout,
+    /// The login is dead until a person logs in again.
+    AuthDead,
+    /// A usage or session limit: neither death nor failure.
+    Limit,
+    /// The backend or the home's state could not be read; nothing changed.
+    Error,
+}
+
+impl RoundResult {
+    /// Every value, in declaration order.
+    pub const ALL: [RoundResult; 8] = [
+        RoundResult::Quiet,
+        RoundResult::Busy,
+        RoundResult::Ok,
+        RoundResult::Failed,
+        RoundResult::Timeout,
+        RoundResult::AuthDead,
+        RoundResult::Limit,
+        RoundResult::Error,
+    ];
+
+    /// The word for a round's outcome.
+    pub fn of(outcome: &crate::round::RoundOutcome) -> RoundResult {
+        use crate::policy::TurnClass;
+        use crate::round::RoundOutcome;
+        match outcome {
+            RoundOutcome::Quiet => RoundResult::Quiet,
+            RoundOutcome::Busy => RoundResult::Busy,
+            RoundOutcome::Error(_) => RoundResult::Error,
+            RoundOutcome::Turn { class, .. } => match class {
+                TurnClass::Ok => RoundResult::Ok,
+                TurnClass::Failed => RoundResult::Failed,
+                TurnClass::Timeout => RoundResult::Timeout,
+                TurnClass::AuthDead { .. } => RoundResult::AuthDead,
+                TurnClass::Limit => RoundResult::Limit,
+            },
+        }
+    }
+}
+
 /// The last round, for `hoop status` and `hoop doctor`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Status {
@@ -128,9 +183,10 @@ pub struct Status {
     pub ws_connected: bool,
     #[serde(default)]
     pub last_round_at: Option<UnixSecs>,
-    /// `ok`, `failed`, `timeout`, `auth_dead`, `limit`, `advanced`, `idle`, `busy`, `error`.
+    /// One of [`RoundResult`]: `quiet`, `busy`, `ok`, `failed`, `timeout`,
+    /// `auth_dead`, `limit`, `error`.
     #[serde(default)]
-    pub last_round_result: Option<String>,
+    pub last_round_result: Option<RoundResult>,
     #[serde(default)]
     pub consecutive_failures: u32,
 }
@@ -171,6 +227,60 @@ mod tests {
         assert!(e.to_string().contains("cursors.json"), "{e}");
         assert!(commit_cursors(&p, &[(1, 1)]).is_err());
         assert_eq!(std::fs::read_to_string(&p).unwrap(), "{not json");
+    }
+
+    /// Every round outcome maps to its word, and the status file spells
+    /// each word in snake_case and reads it back.
+    #[test]
+    fn round_results_are_one_closed_set_of_snake_case_words() {
+        use crate::policy::{AfterTurn, TurnClass};
+        use crate::round::RoundOutcome;
+        let after = AfterTurn {
+            commit: false,
+            backoff: None,
+            post_failure_notice: false,
+            obituary_cause: None,
+        };
+        let turn = |class| RoundOutcome::Turn {
+            class,
+            after: after.clone(),
+        };
+        let cases = [
+            (RoundOutcome::Quiet, RoundResult::Quiet, "quiet"),
+            (RoundOutcome::Busy, RoundResult::Busy, "busy"),
+            (turn(TurnClass::Ok), RoundResult::Ok, "ok"),
+            (turn(TurnClass::Failed), RoundResult::Failed, "failed"),
+            (turn(TurnClass::Timeout), RoundResult::Timeout, "timeout"),
+            (
+                turn(TurnClass::AuthDead {
+                    cause: "please run /login".into(),
+                }),
+                RoundResult::AuthDead,
+                "auth_dead",
+            ),
+            (turn(TurnClass::Limit), RoundResult::Limit, "limit"),
+            (
+                RoundOutcome::Error("backend: 502".into()),
+                RoundResult::Error,
+                "error",
+            ),
+        ];
+        assert_eq!(cases.len(), RoundResult::ALL.len());
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("sentinel-status.json");
+        for (outcome, want, word) in cases {
+            let r = RoundResult::of(&outcome);
+            assert_eq!(r, want, "{outcome:?}");
+            let st = Status {
+                last_round_result: Some(r),
+                ..Status::default()
+            };
+            st.save(&p).unwrap();
+            let raw: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+            assert_eq!(raw["last_round_result"], word, "{outcome:?}");
+            assert_eq!(Status::load(&p).unwrap(), st);
+        }
     }
 
     #[test]

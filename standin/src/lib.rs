@@ -605,13 +605,8 @@ async fn handle(
 /// Which reply answers `body`: a tool-result follow-up and a compaction
 /// request are answered without consuming the queue (see the crate doc).
 fn choose(st: &mut Inner, body: &Value) -> Reply {
-    if last_carries_tool_result(body) {
-        let then = st
-            .pending_then
-            .pop_front()
-            .unwrap_or_else(|| "Done.".to_string());
-        return Reply::Text(then);
-    }
+    // A compaction request first: the CLI puts its summary prompt into the
+    // last user message, next to any tool result that message carries.
     if is_summary_request(body) {
         let head_fits = matches!(
             st.queue.front().map(|r| unwrap_modifiers(r.clone()).2),
@@ -623,6 +618,13 @@ fn choose(st: &mut Inner, body: &Value) -> Reply {
         return Reply::Summary(
             "The user and the assistant exchanged messages; nothing is pending.".into(),
         );
+    }
+    if last_carries_tool_result(body) {
+        let then = st
+            .pending_then
+            .pop_front()
+            .unwrap_or_else(|| "Done.".to_string());
+        return Reply::Text(then);
     }
     st.queue.pop_front().unwrap_or_else(|| st.default.clone())
 }

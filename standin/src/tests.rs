@@ -127,6 +127,31 @@ async fn summary_requests_get_analysis_and_summary_tags() {
     s.shutdown().await;
 }
 
+/// The CLI's summary prompt can share the last user message with the tool
+/// result of the previous turn: it is still a compaction request (and takes
+/// a queued summary), not a tool-result follow-up.
+#[tokio::test]
+async fn a_summary_request_next_to_a_tool_result_is_a_summary_request() {
+    let s = Standin::spawn().await.unwrap();
+    s.push(Reply::Summary("QUEUED-SUMMARY".into()));
+    let body = json!({"model": "claude-opus-4-8", "stream": true,
+    "messages": [{"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "toolu_1", "content": "sent #4"},
+        {"type": "text", "text": "Your task is to create a detailed summary of the conversation so far"}
+    ]}]});
+    let (_, _, b) = post(&s, &body).await;
+    let text: String = events(&b)
+        .iter()
+        .filter_map(|e| e["delta"]["text"].as_str())
+        .collect();
+    assert!(
+        text.contains("<summary>\nQUEUED-SUMMARY\n</summary>"),
+        "{text}"
+    );
+    assert_eq!(s.queued(), 0);
+    s.shutdown().await;
+}
+
 #[tokio::test]
 async fn errors_have_the_api_shape_and_headers() {
     let s = Standin::spawn().await.unwrap();

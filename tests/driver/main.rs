@@ -290,7 +290,10 @@ async fn a_usage_limit_is_neither_death_nor_failure() {
 async fn a_timed_out_turn_is_a_timeout_and_the_process_is_gone() {
     let rig = Rig::new().await;
     let mut cfg = rig.config();
-    cfg.turn_timeout = Duration::from_secs(4);
+    // The bound covers a whole turn, process start included: the turns
+    // around the hung one start a process each and must fit in it on a
+    // loaded machine, so it is not cut fine.
+    cfg.turn_timeout = Duration::from_secs(12);
     let mut d = hoop_sentinel::driver::Driver::new(cfg);
     // Warm up first so the deadline is spent on the hung call, not on start.
     assert_eq!(
@@ -434,21 +437,25 @@ fn big() -> Usage {
 }
 
 #[tokio::test]
-async fn cold_start_compacts_a_big_session_first_and_never_while_hot() {
+async fn cold_start_compacts_a_big_session_before_the_first_turn_and_never_while_hot() {
     let rig = Rig::new().await;
     let mut d = rig.driver();
+    assert_eq!(
+        d.cold_start().await,
+        None,
+        "no session yet: nothing to compact"
+    );
     rig.standin.push(Reply::text("big one").with_usage(big()));
     rig.standin.push(Reply::text("still big").with_usage(big()));
-    let r1 = d.run_turn(PREAMBLE, &msg("one")).await;
-    assert!(!r1.cold_compacted, "a new session has nothing to compact");
+    assert_eq!(d.run_turn(PREAMBLE, &msg("one")).await.outcome, Outcome::Ok);
     let r2 = d.run_turn(PREAMBLE, &msg("two")).await;
     assert_eq!(r2.outcome, Outcome::Ok);
-    assert!(!r2.cold_compacted, "hot: never compact");
     assert!(
         rig.standin
             .requests()
             .iter()
-            .all(|r| !r.is_summary_request())
+            .all(|r| !r.is_summary_request()),
+        "hot: never compact"
     );
     d.stop().await;
     assert!(
@@ -457,18 +464,48 @@ async fn cold_start_compacts_a_big_session_first_and_never_while_hot() {
         d.context_tokens()
     );
 
-    // A new (cold) driver on the same home: /compact goes first.
+    // A cold driver's first turn no longer compacts by itself: the
+    // compaction belongs to the startup, before any turn.
+    let before = rig.standin.request_count();
+    let mut lazy = rig.driver();
+    rig.standin.push(Reply::text("big again").with_usage(big()));
+    assert_eq!(
+        lazy.run_turn(PREAMBLE, &msg("lazy")).await.outcome,
+        Outcome::Ok
+    );
+    assert!(
+        !rig.standin.requests()[before].is_summary_request(),
+        "the first turn carries no /compact"
+    );
+    lazy.stop().await;
+
+    // Startup: cold_start compacts in a process of its own; the first turn
+    // then starts on the small context.
     let before = rig.standin.request_count();
     let mut cold = rig.driver();
+    let c = cold.cold_start().await.expect("a compaction was due");
+    assert_eq!(c.outcome, Outcome::Ok, "{c:?}");
+    assert!(
+        c.context_before >= 400_000 && c.threshold == 400_000,
+        "{c:?}"
+    );
+    assert!(c.context_after.is_some_and(|a| a < c.threshold), "{c:?}");
+    assert!(!cold.is_hot(), "the compaction's process is gone");
+    assert_eq!(cold.spawns(), 1);
+    let reqs = rig.standin.requests();
+    assert_eq!(reqs.len(), before + 1, "one summary request");
+    assert!(reqs[before].is_summary_request());
+    assert_eq!(
+        cold.cold_start().await,
+        None,
+        "compacted: nothing due any more"
+    );
     let r3 = cold.run_turn(PREAMBLE, &msg("three")).await;
     assert_eq!(r3.outcome, Outcome::Ok, "{r3:?}");
-    assert!(r3.cold_compacted);
     let reqs = rig.standin.requests();
-    assert!(
-        reqs[before].is_summary_request(),
-        "the first request after a cold start is the summary"
-    );
+    assert_eq!(reqs.len(), before + 2);
     assert!(reqs[before + 1].last_user_text().contains("three"));
+    assert!(!reqs[before + 1].messages_contain("still big"), "compacted");
     // Hot again: even a big context is left alone.
     rig.standin.push(Reply::text("big again").with_usage(big()));
     cold.run_turn(PREAMBLE, &msg("four")).await;
@@ -487,26 +524,28 @@ async fn cold_start_compacts_a_big_session_first_and_never_while_hot() {
 async fn cold_compaction_follows_its_switch_file() {
     let rig = Rig::new().await;
     let mut d = rig.driver();
+    // Two exchanges: the CLI does not compact a single one.
+    d.run_turn(PREAMBLE, &msg("zero")).await;
     rig.standin.push(Reply::text("big one").with_usage(big()));
     d.run_turn(PREAMBLE, &msg("one")).await;
     d.stop().await;
     rig.switch(switches::COLD_COMPACT, "off");
-    let mut d = rig.driver();
-    let r = d.run_turn(PREAMBLE, &msg("two")).await;
-    assert!(!r.cold_compacted);
-    d.stop().await;
+    assert_eq!(rig.driver().cold_start().await, None);
     rig.switch(switches::COLD_COMPACT, "500000");
+    assert_eq!(rig.driver().cold_start().await, None, "450k < 500k");
+    // `1` is on (the default threshold), never a one-token threshold.
+    rig.switch(switches::COLD_COMPACT, "1");
     let mut d = rig.driver();
-    assert!(
-        !d.run_turn(PREAMBLE, &msg("three")).await.cold_compacted,
-        "450k < 500k"
-    );
-    d.stop().await;
-    assert!(
+    let c = d.cold_start().await.expect("450k >= the default 400k");
+    assert_eq!(c.threshold, 400_000);
+    assert_eq!(c.outcome, Outcome::Ok, "{c:?}");
+    assert_eq!(
         rig.standin
             .requests()
             .iter()
-            .all(|r| !r.is_summary_request())
+            .filter(|r| r.is_summary_request())
+            .count(),
+        1
     );
     rig.done().await;
 }
@@ -697,26 +736,32 @@ async fn the_autocompact_switch_sets_the_clis_ceiling_and_a_healthy_compaction_i
 }
 
 #[tokio::test]
-async fn per_turn_mode_cold_start_sends_compact_and_the_turn_to_one_process() {
+async fn per_turn_mode_cold_start_compacts_in_its_own_process_before_the_turn() {
     let rig = Rig::new().await;
     rig.switch(switches::PERSIST, "off");
     let mut d = rig.driver();
     rig.standin.push(Reply::text("big one").with_usage(big()));
     assert_eq!(d.run_turn(PREAMBLE, &msg("one")).await.outcome, Outcome::Ok);
-    let r2 = d.run_turn(PREAMBLE, &msg("two")).await;
+    let n = rig.standin.request_count();
+    assert_eq!(d.run_turn(PREAMBLE, &msg("two")).await.outcome, Outcome::Ok);
     assert!(
-        !r2.cold_compacted,
-        "warm: a per-turn driver compacts only on a cold start"
+        !rig.standin.requests()[n].is_summary_request(),
+        "a turn never compacts by itself"
     );
     rig.standin.push(Reply::text("big again").with_usage(big()));
     d.run_turn(PREAMBLE, &msg("three")).await;
     d.stop().await;
     let before = rig.standin.request_count();
     let mut cold = rig.driver();
+    let c = cold.cold_start().await.expect("due");
+    assert_eq!(c.outcome, Outcome::Ok, "{c:?}");
     let r = cold.run_turn(PREAMBLE, &msg("four")).await;
     assert_eq!(r.outcome, Outcome::Ok, "{r:?}");
-    assert!(r.cold_compacted);
-    assert_eq!(r.spawned, 1, "/compact and the turn went to one process");
+    assert_eq!(
+        cold.spawns(),
+        2,
+        "the compaction and the turn: one process each"
+    );
     let reqs = rig.standin.requests();
     assert!(reqs[before].is_summary_request());
     assert!(reqs[before + 1].last_user_text().contains("four"));
@@ -737,5 +782,93 @@ async fn per_turn_mode_timeout_kills_the_process() {
     assert_eq!(r.outcome, Outcome::Timeout, "{r:?}");
     assert!(r.elapsed < Duration::from_secs(30));
     assert!(r.exit.is_some(), "the killed process was reaped");
+    rig.done().await;
+}
+
+/// The home's configured environment (and so the daemon's inherited one)
+/// carries the knobs the switches own; the switches still decide: the
+/// 5-minute cache and a 200k autocompact window reach the real CLI.
+#[tokio::test]
+async fn configured_or_inherited_knobs_never_override_the_switches() {
+    let rig = Rig::new().await;
+    let mut cfg = rig.config();
+    for (k, v) in [
+        (switches::ENV_DISABLE_AUTO_COMPACT, "1"),
+        (switches::ENV_PROMPT_CACHING_1H, "1"),
+        (switches::ENV_AUTO_COMPACT_WINDOW, "900000"),
+    ] {
+        cfg.env.push((k.into(), v.into()));
+    }
+    rig.switch(switches::CACHE_TTL, "5m");
+    rig.switch(switches::AUTOCOMPACT, "200000");
+    let mut d = hoop_sentinel::driver::Driver::new(cfg);
+    assert_eq!(d.run_turn(PREAMBLE, &msg("one")).await.outcome, Outcome::Ok);
+    assert_eq!(d.run_turn(PREAMBLE, &msg("two")).await.outcome, Outcome::Ok);
+    let first = rig.standin.requests();
+    assert!(!first[0].cache_controls().is_empty());
+    assert!(
+        first
+            .iter()
+            .all(|r| r.cache_controls().iter().all(|c| c.get("ttl").is_none())),
+        "cache_ttl=5m beats an ENABLE_PROMPT_CACHING_1H=1 in the environment"
+    );
+    rig.standin
+        .push(Reply::text("getting big").with_usage(Usage {
+            input_tokens: 170_000,
+            cache_creation_input_tokens: 0,
+            cache_read_input_tokens: 0,
+            output_tokens: 10,
+        }));
+    assert_eq!(
+        d.run_turn(PREAMBLE, &msg("three")).await.outcome,
+        Outcome::Ok
+    );
+    let before = rig.standin.request_count();
+    let r4 = d.run_turn(PREAMBLE, &msg("four")).await;
+    assert_eq!(r4.outcome, Outcome::Ok, "{r4:?}");
+    assert!(
+        rig.standin.requests()[before..]
+            .iter()
+            .any(|r| r.is_summary_request()),
+        "autocompact=200000 beats DISABLE_AUTO_COMPACT=1 in the environment"
+    );
+    assert_eq!(d.spawns(), 1);
+    d.stop().await;
+    rig.done().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_later_crash_is_judged_by_its_own_stderr_not_an_earlier_turns() {
+    // The real CLI neither prints a login mark on stderr during a good turn
+    // nor crashes on demand; a fake one does both, in one persistent process.
+    let rig = Rig::new().await;
+    let bin = fake_claude(
+        &rig,
+        r#"echo 'warning: OAuth token revoked · Please run /login (a stale notice)' >&2
+n=0
+while read line; do
+  n=$((n+1))
+  if [ "$n" -eq 1 ]; then
+    echo '{"type":"result","subtype":"success","is_error":false,"result":"fine","session_id":"s","usage":{"input_tokens":5,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":2}}'
+  else
+    echo 'segmentation fault' >&2
+    exit 3
+  fi
+done"#,
+    );
+    let mut d = hoop_sentinel::driver::Driver::new(rig.config_with(bin));
+    let r1 = d.run_turn(PREAMBLE, &msg("one")).await;
+    assert_eq!(r1.outcome, Outcome::Ok, "{r1:?}");
+    assert!(d.is_hot(), "one persistent process");
+    let r2 = d.run_turn(PREAMBLE, &msg("two")).await;
+    match &r2.outcome {
+        Outcome::Failed { reason } => {
+            assert!(reason.contains("exited 3"), "{reason}");
+            assert!(reason.contains("segmentation fault"), "{reason}");
+            assert!(!reason.to_lowercase().contains("login"), "{reason}");
+        }
+        other => panic!("a crash is a failure, not {other:?}"),
+    }
+    assert_eq!(d.spawns(), 1);
     rig.done().await;
 }

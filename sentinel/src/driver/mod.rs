@@ -29,10 +29,12 @@
 //! and a resumed default session comes back as `claude-opus-4-8` without
 //! the `[1m]` context window (observed with 2.1.197).
 //!
-//! **Compaction** (see [`crate::compaction`]): `/compact` before the first
-//! turn of a cold driver when the context meter reaches `cold_compact`;
-//! never while hot; [`Driver::compact_and_stop`] before an idle exit; the
-//! auto-off detector runs before and after every turn.
+//! **Compaction** (see [`crate::compaction`]): [`Driver::cold_start`] sends
+//! `/compact` at startup, in a process of its own and before the first
+//! round, when the context meter reaches `cold_compact` (the daemon holds
+//! the turn lock meanwhile), so the first person to write never waits for
+//! it; never while hot; [`Driver::compact_and_stop`] before an idle exit;
+//! the auto-off detector runs before and after every turn.
 //!
 //! **Outcome** (see [`classify`]): judged by `is_error`, never by `subtype`.
 //! Turn timeout kills the process group (SIGTERM, then SIGKILL after a grace).
@@ -245,8 +247,6 @@ pub struct TurnReport {
     pub exit: Option<ExitInfo>,
     /// Processes started by this turn (mints included).
     pub spawned: u32,
-    /// `/compact` was sent before the turn (cold start).
-    pub cold_compacted: bool,
     /// The session was replaced: the retired id file.
     pub blown_session: Option<PathBuf>,
     /// Why the session was replaced (the first attempt's outcome).
@@ -268,7 +268,6 @@ impl TurnReport {
             text: None,
             exit: None,
             spawned: 0,
-            cold_compacted: false,
             blown_session: None,
             retried_after: None,
             auto_off_written: false,
@@ -293,6 +292,18 @@ impl From<&Outcome> for crate::policy::TurnClass {
             | Outcome::NoConversation { .. } => TurnClass::Failed,
         }
     }
+}
+
+/// What [`Driver::cold_start`] did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ColdStart {
+    /// The context meter before, and the threshold it reached.
+    pub context_before: u64,
+    pub threshold: u64,
+    /// The context meter after (`None` when the transcript does not say).
+    pub context_after: Option<u64>,
+    pub outcome: Outcome,
+    pub elapsed: Duration,
 }
 
 /// What a process was started with; a change means a restart.
@@ -341,15 +352,15 @@ fn unix_now() -> i64 {
 pub struct Driver {
     cfg: DriverConfig,
     live: Option<Live>,
-    /// A turn has run since the driver started or was last stopped: no
-    /// cold compaction until it is stopped again.
-    warm: bool,
     last_active: std::time::Instant,
     spawns: u64,
     /// Sessions a process of this driver has run: they exist even before
     /// the CLI has written their transcript, so they are resumed, never
     /// created again (`--session-id` on an existing id fails).
     known_sessions: Vec<String>,
+    /// Sessions this driver minted (recorded a new id for): started with
+    /// `--session-id` until a process has run them.
+    minted_sessions: Vec<String>,
     /// (session, context size) after this driver's latest turn.
     last_context: Option<(String, u64)>,
 }
@@ -359,10 +370,10 @@ impl Driver {
         Driver {
             cfg,
             live: None,
-            warm: false,
             last_active: std::time::Instant::now(),
             spawns: 0,
             known_sessions: Vec::new(),
+            minted_sessions: Vec::new(),
             last_context: None,
         }
     }
@@ -429,8 +440,11 @@ impl Driver {
     }
 
     fn spec(&self, preamble: &str, sw: &Switches, session: &str, model: &str) -> SpawnSpec {
-        let resume = self.known_sessions.iter().any(|s| s == session)
-            || self.transcript_path(session).is_none_or(|p| p.exists());
+        let resume = session::resume_it(
+            self.known_sessions.iter().any(|s| s == session),
+            self.minted_sessions.iter().any(|s| s == session),
+            self.transcript_path(session).map(|p| p.exists()),
+        );
         let mut args: Vec<String> = [
             "-p",
             "--input-format",
@@ -452,26 +466,46 @@ impl Driver {
         if !preamble.is_empty() {
             args.push(format!("--append-system-prompt={preamble}"));
         }
+        let (env, unset) = self.child_env(sw);
         SpawnSpec {
             program: self.cfg.claude_bin.clone(),
             args,
-            env: self.child_env(sw),
+            env,
+            unset,
             cwd: self.cfg.home.workdir(),
         }
     }
 
-    fn child_env(&self, sw: &Switches) -> Vec<(String, String)> {
-        let mut env = self.cfg.env.clone();
+    /// The child's extra environment and the variables it must not inherit.
+    /// The switches' knobs are set (or removed) last and explicitly, so
+    /// neither the daemon's own environment nor the configured `env` can
+    /// override a switch.
+    fn child_env(&self, sw: &Switches) -> (Vec<(String, String)>, Vec<String>) {
+        let knobs = sw.child_env();
+        let owned = |k: &str| knobs.iter().any(|(n, _)| *n == k);
+        let mut env: Vec<(String, String)> = self
+            .cfg
+            .env
+            .iter()
+            .filter(|(k, _)| !owned(k))
+            .cloned()
+            .collect();
         env.extend(self.cfg.permissions.env());
-        env.extend(sw.child_env());
-        env
+        let mut unset = Vec::new();
+        for (k, v) in knobs {
+            match v {
+                Some(v) => env.push((k.to_string(), v)),
+                None => unset.push(k.to_string()),
+            }
+        }
+        (env, unset)
     }
 
     fn key(&self, preamble: &str, sw: &Switches, session: &str) -> SpawnKey {
         SpawnKey {
             session: session.to_string(),
             preamble: preamble.to_string(),
-            env: self.child_env(sw),
+            env: self.child_env(sw).0,
             model: self.cfg.model.clone(),
         }
     }
@@ -500,7 +534,7 @@ impl Driver {
     }
 
     /// The current session id, recording a new one when there is none.
-    fn ensure_session(&self) -> Result<String, Outcome> {
+    fn ensure_session(&mut self) -> Result<String, Outcome> {
         if let Some(id) = session::read(&self.cfg.home) {
             return Ok(id);
         }
@@ -508,6 +542,7 @@ impl Driver {
         session::write(&self.cfg.home, &id).map_err(|e| Outcome::Failed {
             reason: format!("cannot record the session id: {e}"),
         })?;
+        self.minted_sessions.push(id.clone());
         tracing::info!(home = %self.cfg.home.name, "new agent session recorded");
         Ok(id)
     }
@@ -549,14 +584,7 @@ impl Driver {
         self.detect_auto_off(&mut sw, &before, &mut report);
 
         let mut attempt = self
-            .attempt(
-                preamble,
-                user_message,
-                &sw,
-                &session,
-                ctx_before,
-                &mut report,
-            )
+            .attempt(preamble, user_message, &sw, &session, &mut report)
             .await;
         self.note_session(&attempt.log);
         if attempt.outcome.needs_fresh_session() {
@@ -570,7 +598,7 @@ impl Driver {
             match self.mint(&sw, &mut report).await {
                 Ok(fresh) => {
                     attempt = self
-                        .attempt(preamble, user_message, &sw, &fresh, None, &mut report)
+                        .attempt(preamble, user_message, &sw, &fresh, &mut report)
                         .await;
                 }
                 Err(o) => attempt.outcome = o,
@@ -602,9 +630,6 @@ impl Driver {
         report.session_id = attempt.log.session_id.clone().or_else(|| self.session_id());
         report.exit = attempt.exit;
         report.garbage_lines += attempt.log.garbage_lines;
-        if attempt.outcome.is_ok() {
-            self.warm = true;
-        }
         report.outcome = attempt.outcome;
         report
     }
@@ -631,7 +656,6 @@ impl Driver {
         message: &str,
         sw: &Switches,
         session: &str,
-        ctx_before: Option<u64>,
         report: &mut TurnReport,
     ) -> Attempt {
         let failed = |outcome| Attempt {
@@ -641,7 +665,6 @@ impl Driver {
         };
         let spec = self.spec(preamble, sw, session, &self.cfg.model);
         let key = self.key(preamble, sw, session);
-        let cold = !self.warm && cold_compact_due(ctx_before, sw.cold_compact);
         if sw.persist {
             let stale = match self.live.as_mut() {
                 Some(l) => l.key != key || l.proc.try_exit().is_some(),
@@ -657,12 +680,6 @@ impl Driver {
                     Err(o) => return failed(o),
                 };
                 self.live = Some(Live { proc, key });
-                if cold {
-                    report.cold_compacted = true;
-                    if let Some(a) = self.compact_live().await {
-                        return a;
-                    }
-                }
             }
             let grace = self.cfg.kill_grace;
             let deadline = Instant::now() + self.cfg.turn_timeout;
@@ -672,6 +689,7 @@ impl Driver {
                 });
             };
             let mut log = TurnLog::default();
+            let mark = live.proc.stderr_mark();
             let sent = live.proc.send(&user_line(message)).await;
             let end = match sent {
                 Ok(()) => live.proc.read_turn(&mut log, deadline).await,
@@ -680,55 +698,53 @@ impl Driver {
                     ReadEnd::Eof
                 }
             };
-            self.finish_live(end, log, grace).await
+            self.finish_live(end, log, grace, mark).await
         } else {
             self.stop_live().await;
-            let mut proc = match self.spawn(&spec, report) {
+            let proc = match self.spawn(&spec, report) {
                 Ok(p) => p,
                 Err(o) => return failed(o),
             };
-            let deadline = Instant::now() + self.cfg.turn_timeout;
-            let mut log = TurnLog::default();
-            let mut sent = Ok(());
-            if cold {
-                report.cold_compacted = true;
-                sent = proc.send(&user_line(COMPACT_COMMAND)).await;
-            }
-            if sent.is_ok() {
-                sent = proc.send(&user_line(message)).await;
-            }
-            proc.close_stdin();
-            let mut end = if sent.is_ok() {
-                ReadEnd::Result
-            } else {
-                ReadEnd::Eof
-            };
-            if cold && end == ReadEnd::Result {
-                let mut clog = TurnLog::default();
-                end = proc.read_turn(&mut clog, deadline).await;
-                log.garbage_lines += clog.garbage_lines;
-                if end != ReadEnd::Result {
-                    log = clog;
-                }
-            }
-            if end == ReadEnd::Result {
-                end = proc.read_turn(&mut log, deadline).await;
-            }
-            let grace = self.cfg.kill_grace;
-            let (exit, timed_out) = match end {
-                ReadEnd::Deadline => (Some(proc.kill(grace).await), true),
-                ReadEnd::Result | ReadEnd::Eof => match proc.wait_exit(grace).await {
-                    Some(e) => (Some(e), false),
-                    None => (Some(proc.kill(grace).await), false),
-                },
-            };
-            judge(log, exit, timed_out, &proc.stderr_text())
+            self.one_shot(proc, message).await
         }
     }
 
-    /// After reading a turn from the live process: classify, and drop the
-    /// process when it ended or ran out of time.
-    async fn finish_live(&mut self, end: ReadEnd, log: TurnLog, grace: Duration) -> Attempt {
+    /// One process, one input line: send it, close stdin, read until the
+    /// `result`, wait for the exit (killing the group at the deadline or
+    /// when it does not end by itself), and judge. Per-turn mode, mints and
+    /// the cold-start compaction all run this way.
+    async fn one_shot(&mut self, mut proc: AgentProcess, line: &str) -> Attempt {
+        let deadline = Instant::now() + self.cfg.turn_timeout;
+        let mut log = TurnLog::default();
+        let end = match proc.send(&user_line(line)).await {
+            Ok(()) => {
+                proc.close_stdin();
+                proc.read_turn(&mut log, deadline).await
+            }
+            Err(_) => ReadEnd::Eof,
+        };
+        let grace = self.cfg.kill_grace;
+        let (exit, timed_out) = match end {
+            ReadEnd::Deadline => (Some(proc.kill(grace).await), true),
+            ReadEnd::Result | ReadEnd::Eof => match proc.wait_exit(grace).await {
+                Some(e) => (Some(e), false),
+                None => (Some(proc.kill(grace).await), false),
+            },
+        };
+        self.note_session(&log);
+        judge(log, exit, timed_out, &proc.stderr_text())
+    }
+
+    /// After reading a turn from the live process: classify (by the stderr
+    /// written since `stderr_mark`, this turn's own), and drop the process
+    /// when it ended or ran out of time.
+    async fn finish_live(
+        &mut self,
+        end: ReadEnd,
+        log: TurnLog,
+        grace: Duration,
+        stderr_mark: u64,
+    ) -> Attempt {
         let Some(live) = self.live.as_mut() else {
             return Attempt {
                 outcome: Outcome::Failed {
@@ -752,7 +768,7 @@ impl Driver {
                 (Some(live.proc.kill(grace).await), true, true)
             }
         };
-        let stderr = live.proc.stderr_text();
+        let stderr = live.proc.stderr_since(stderr_mark);
         if gone {
             self.live = None;
         }
@@ -767,6 +783,7 @@ impl Driver {
         let deadline = Instant::now() + self.cfg.turn_timeout;
         let live = self.live.as_mut()?;
         let mut log = TurnLog::default();
+        let mark = live.proc.stderr_mark();
         let end = match live.proc.send(&user_line(COMPACT_COMMAND)).await {
             Ok(()) => live.proc.read_turn(&mut log, deadline).await,
             Err(_) => ReadEnd::Eof,
@@ -777,44 +794,20 @@ impl Driver {
             tracing::info!(home = %self.cfg.home.name, ok, "cold start: compacted before the first turn");
             return None;
         }
-        Some(self.finish_live(end, log, grace).await)
+        Some(self.finish_live(end, log, grace, mark).await)
     }
 
     /// Mint a fresh session with one short call on the small model and
     /// record it.
     async fn mint(&mut self, sw: &Switches, report: &mut TurnReport) -> Result<String, Outcome> {
         let id = session::new_id();
+        self.minted_sessions.push(id.clone());
         let model = self.cfg.fresh_session_model.clone();
         let spec = self.spec("", sw, &id, &model);
-        let mut proc = self.spawn(&spec, report)?;
-        let deadline = Instant::now() + self.cfg.turn_timeout;
-        let mut log = TurnLog::default();
-        let end = match proc.send(&user_line(MINT_MESSAGE)).await {
-            Ok(()) => {
-                proc.close_stdin();
-                proc.read_turn(&mut log, deadline).await
-            }
-            Err(_) => ReadEnd::Eof,
-        };
-        let grace = self.cfg.kill_grace;
-        let exit = match end {
-            ReadEnd::Deadline => Some(proc.kill(grace).await),
-            _ => match proc.wait_exit(grace).await {
-                Some(e) => Some(e),
-                None => Some(proc.kill(grace).await),
-            },
-        };
-        let stderr = proc.stderr_text();
-        report.garbage_lines += log.garbage_lines;
-        self.note_session(&log);
-        let outcome = classify(&Evidence {
-            exit,
-            result: log.result.as_ref(),
-            assistant_error: log.assistant_error.as_deref(),
-            rate_limit_rejected: log.rate_limit_rejected,
-            stderr: &stderr,
-            timed_out: end == ReadEnd::Deadline,
-        });
+        let proc = self.spawn(&spec, report)?;
+        let a = self.one_shot(proc, MINT_MESSAGE).await;
+        report.garbage_lines += a.log.garbage_lines;
+        let outcome = a.outcome;
         if !outcome.is_ok() {
             tracing::warn!(outcome = ?outcome, "minting a fresh session failed");
             return Err(outcome);
@@ -824,6 +817,51 @@ impl Driver {
         })?;
         tracing::info!(home = %self.cfg.home.name, model = %model, "fresh agent session minted");
         Ok(id)
+    }
+
+    /// Cold start: when the home's session has a context of at least the
+    /// `cold_compact` threshold, send `/compact` in a process of its own and
+    /// wait for it to end, so the first turn starts small and the first
+    /// person to write does not wait minutes for it. `None` when nothing was
+    /// due (no session yet, a small one, or the switch is off). Called by
+    /// the daemon before its first round, holding the turn lock; a running
+    /// persistent process is stopped first (its context is the session's).
+    pub async fn cold_start(&mut self) -> Option<ColdStart> {
+        let sw = Switches::read(&self.cfg.home);
+        let session = self.session_id()?;
+        let context = self.meter(&session)?;
+        let threshold = sw.cold_compact?;
+        if !cold_compact_due(Some(context), Some(threshold)) {
+            return None;
+        }
+        tracing::info!(home = %self.cfg.home.name, context, threshold, "🗜️ cold start: compacting the session before the first round");
+        let started = std::time::Instant::now();
+        self.stop_live().await;
+        let spec = self.spec("", &sw, &session, &self.cfg.model);
+        let mut report = TurnReport::new(Outcome::Ok);
+        let outcome = match self.spawn(&spec, &mut report) {
+            Ok(proc) => {
+                let a = self.one_shot(proc, COMPACT_COMMAND).await;
+                if a.outcome.is_ok() && a.log.manual_compacts == 0 {
+                    Outcome::Failed {
+                        reason: "/compact ended without a compact boundary".into(),
+                    }
+                } else {
+                    a.outcome
+                }
+            }
+            Err(o) => o,
+        };
+        let after = self.meter(&session);
+        let elapsed = started.elapsed();
+        tracing::info!(home = %self.cfg.home.name, outcome = ?outcome, context_after = ?after, secs = elapsed.as_secs_f64(), "🗜️ cold start: compaction finished");
+        Some(ColdStart {
+            context_before: context,
+            threshold,
+            context_after: after,
+            outcome,
+            elapsed,
+        })
     }
 
     /// Compact the live session, then stop the process (the idle reaper's
@@ -845,10 +883,9 @@ impl Driver {
         Some(outcome)
     }
 
-    /// Stop the persistent process (close stdin, then signals) and go cold.
+    /// Stop the persistent process (close stdin, then signals).
     pub async fn stop(&mut self) {
         self.stop_live().await;
-        self.warm = false;
     }
 
     async fn stop_live(&mut self) {
@@ -877,6 +914,31 @@ mod tests {
             "{shown}"
         );
         assert!(shown.contains("http://127.0.0.1:1"));
+    }
+
+    /// A session the driver minted starts with `--session-id` even when the
+    /// CLI's config dir (so its transcript's place) cannot be known.
+    #[test]
+    fn a_minted_session_is_created_even_where_its_transcript_cannot_be_known() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::new(dir.path(), "h").unwrap();
+        let mut cfg = DriverConfig::new("claude", home);
+        // An empty HOME hides the daemon's own; no CLAUDE_CONFIG_DIR.
+        cfg.env = vec![("HOME".into(), String::new())];
+        let mut d = Driver::new(cfg);
+        assert_eq!(d.transcript_path("x"), None);
+        let sw = Switches::default();
+        let id = d.ensure_session().unwrap();
+        let args = d.spec("", &sw, &id, "m").args;
+        assert!(args.contains(&format!("--session-id={id}")), "{args:?}");
+        assert!(!args.iter().any(|a| a.starts_with("--resume")), "{args:?}");
+        // Once a process ran it, it is resumed.
+        d.known_sessions.push(id.clone());
+        let args = d.spec("", &sw, &id, "m").args;
+        assert!(args.contains(&format!("--resume={id}")), "{args:?}");
+        // A session recorded by a predecessor, place unknown: resumed.
+        let args = d.spec("", &sw, "other", "m").args;
+        assert!(args.contains(&"--resume=other".to_string()), "{args:?}");
     }
 
     #[test]

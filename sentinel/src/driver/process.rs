@@ -30,6 +30,8 @@ pub struct SpawnSpec {
     pub program: PathBuf,
     pub args: Vec<String>,
     pub env: Vec<(String, String)>,
+    /// Variables removed from what the child inherits (before `env` is set).
+    pub unset: Vec<String>,
     pub cwd: PathBuf,
 }
 
@@ -51,6 +53,7 @@ impl std::fmt::Debug for SpawnSpec {
             .field("program", &self.program)
             .field("args", &self.args)
             .field("env", &env)
+            .field("unset", &self.unset)
             .field("cwd", &self.cwd)
             .finish()
     }
@@ -67,11 +70,38 @@ pub enum ReadEnd {
     Deadline,
 }
 
+/// The kept tail of a child's stderr and how many bytes it wrote in all,
+/// so a turn can take only what was written since it started.
+#[derive(Debug, Default)]
+struct StderrTail {
+    /// The last [`STDERR_KEEP_BYTES`] at most.
+    tail: Vec<u8>,
+    /// Bytes written since the process started.
+    total: u64,
+}
+
+impl StderrTail {
+    fn push(&mut self, chunk: &[u8]) {
+        self.tail.extend_from_slice(chunk);
+        self.total += chunk.len() as u64;
+        if self.tail.len() > STDERR_KEEP_BYTES {
+            let cut = self.tail.len() - STDERR_KEEP_BYTES;
+            self.tail.drain(..cut);
+        }
+    }
+    /// What was written after the first `mark` bytes (as much as is kept).
+    fn since(&self, mark: u64) -> &[u8] {
+        let kept_from = self.total - self.tail.len() as u64;
+        let skip = mark.saturating_sub(kept_from).min(self.tail.len() as u64) as usize;
+        &self.tail[skip..]
+    }
+}
+
 pub struct AgentProcess {
     child: Child,
     stdin: Option<ChildStdin>,
     stdout: BufReader<ChildStdout>,
-    stderr: Arc<Mutex<Vec<u8>>>,
+    stderr: Arc<Mutex<StderrTail>>,
     pid: Option<u32>,
     exit: Option<ExitInfo>,
 }
@@ -89,6 +119,9 @@ impl AgentProcess {
     pub fn spawn(spec: &SpawnSpec) -> std::io::Result<AgentProcess> {
         std::fs::create_dir_all(&spec.cwd)?;
         let mut cmd = tokio::process::Command::new(&spec.program);
+        for k in &spec.unset {
+            cmd.env_remove(k);
+        }
         cmd.args(&spec.args)
             .envs(spec.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .current_dir(&spec.cwd)
@@ -104,7 +137,7 @@ impl AgentProcess {
             .stdout
             .take()
             .ok_or_else(|| std::io::Error::other("child has no stdout"))?;
-        let stderr_buf = Arc::new(Mutex::new(Vec::new()));
+        let stderr_buf = Arc::new(Mutex::new(StderrTail::default()));
         if let Some(mut err) = child.stderr.take() {
             let buf = stderr_buf.clone();
             tokio::spawn(async move {
@@ -113,12 +146,9 @@ impl AgentProcess {
                     if n == 0 {
                         break;
                     }
-                    let mut b = buf.lock().unwrap_or_else(|e| e.into_inner());
-                    b.extend_from_slice(&chunk[..n]);
-                    if b.len() > STDERR_KEEP_BYTES {
-                        let cut = b.len() - STDERR_KEEP_BYTES;
-                        b.drain(..cut);
-                    }
+                    buf.lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push(&chunk[..n]);
                 }
             });
         }
@@ -155,7 +185,21 @@ impl AgentProcess {
 
     /// The kept tail of stderr.
     pub fn stderr_text(&self) -> String {
-        String::from_utf8_lossy(&self.stderr.lock().unwrap_or_else(|e| e.into_inner())).into_owned()
+        self.stderr_since(0)
+    }
+
+    /// A mark for [`AgentProcess::stderr_since`]: the stderr bytes written
+    /// so far. A persistent process takes one as each turn starts, so a
+    /// turn is judged by its own stderr only, never by a mark an earlier
+    /// turn left.
+    pub fn stderr_mark(&self) -> u64 {
+        self.stderr.lock().unwrap_or_else(|e| e.into_inner()).total
+    }
+
+    /// The stderr written after `mark` (as much of it as is kept).
+    pub fn stderr_since(&self, mark: u64) -> String {
+        let t = self.stderr.lock().unwrap_or_else(|e| e.into_inner());
+        String::from_utf8_lossy(t.since(mark)).into_owned()
     }
 
     /// Read stdout lines into `log` until a `result`, EOF or `deadline`.
@@ -249,5 +293,63 @@ impl AgentProcess {
             Some(e) => e,
             None => self.kill(grace).await,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stderr_since_a_mark_is_what_came_after_it() {
+        let mut t = StderrTail::default();
+        t.push(b"old: please run /login\n");
+        let mark = t.total;
+        assert_eq!(t.since(mark), b"");
+        t.push(b"new crash\n");
+        assert_eq!(t.since(mark), b"new crash\n");
+        assert_eq!(t.since(0), b"old: please run /login\nnew crash\n");
+        // Past the kept tail: only what is kept, never a panic.
+        let big = vec![b'x'; STDERR_KEEP_BYTES + 10];
+        t.push(&big);
+        assert_eq!(t.tail.len(), STDERR_KEEP_BYTES);
+        assert_eq!(t.since(0).len(), STDERR_KEEP_BYTES);
+        assert_eq!(t.since(mark).len(), STDERR_KEEP_BYTES);
+        assert_eq!(t.since(t.total), b"");
+        assert_eq!(t.since(t.total + 5), b"");
+    }
+
+    /// The child does not inherit a variable the spec removes, even one the
+    /// daemon's own environment has (`HOME` is always there).
+    #[tokio::test]
+    async fn unset_variables_are_not_inherited() {
+        assert!(std::env::var_os("HOME").is_some());
+        let dir = tempfile::tempdir().unwrap();
+        let spec = SpawnSpec {
+            program: "/bin/sh".into(),
+            args: vec![
+                "-c".into(),
+                r#"echo "home=${HOME-unset} set=${HOOP_TEST_SET-unset}" >&2"#.into(),
+            ],
+            env: vec![("HOOP_TEST_SET".into(), "yes".into())],
+            unset: vec!["HOME".into()],
+            cwd: dir.path().to_path_buf(),
+        };
+        let mut p = AgentProcess::spawn(&spec).unwrap();
+        let mut log = TurnLog::default();
+        let end = p
+            .read_turn(&mut log, Instant::now() + Duration::from_secs(20))
+            .await;
+        assert_eq!(end, ReadEnd::Eof);
+        assert_eq!(
+            p.wait_exit(Duration::from_secs(20)).await,
+            Some(ExitInfo::Code(0))
+        );
+        // The stderr reader may lag the exit by a moment.
+        let until = std::time::Instant::now() + Duration::from_secs(20);
+        while p.stderr_text().is_empty() && std::time::Instant::now() < until {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(p.stderr_text().trim(), "home=unset set=yes");
     }
 }

@@ -19,6 +19,26 @@ pub fn is_valid(s: &str) -> bool {
     uuid::Uuid::try_parse(s).is_ok() && s.len() == 36
 }
 
+/// How a process is pointed at its session: `--resume` (true) or
+/// `--session-id` (false, which only creates; reusing an id fails, and
+/// resuming an id the CLI never saw fails with "No conversation found").
+/// - a session a process of this driver already ran exists: resume;
+/// - a session this driver minted and no process ran yet does not: create,
+///   always — even when where its transcript would live cannot be known;
+/// - a session recorded before this driver started (a predecessor's):
+///   resume when its transcript is there or its place cannot be known
+///   (the CLI's config dir is not in sight), create when it is known to be
+///   absent.
+pub fn resume_it(ran_here: bool, minted_here: bool, transcript_exists: Option<bool>) -> bool {
+    if ran_here {
+        return true;
+    }
+    if minted_here {
+        return false;
+    }
+    transcript_exists.unwrap_or(true)
+}
+
 /// The recorded session id; `None` when absent or not a UUID (logged).
 pub fn read(home: &Home) -> Option<String> {
     let path = home.session_id_path();
@@ -62,6 +82,29 @@ pub fn blow(home: &Home, unix_now: i64) -> std::io::Result<Option<PathBuf>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn resume_or_create_table() {
+        // (ran here, minted here, transcript exists, resume)
+        for (ran, minted, exists, want) in [
+            (true, false, Some(true), true),
+            (true, false, Some(false), true), // started, transcript not written yet
+            (true, false, None, true),
+            (true, true, Some(false), true),
+            (false, true, Some(false), false),
+            (false, true, None, false), // the config dir is unknown: still create
+            (false, true, Some(true), false),
+            (false, false, Some(true), true),
+            (false, false, Some(false), false),
+            (false, false, None, true),
+        ] {
+            assert_eq!(
+                resume_it(ran, minted, exists),
+                want,
+                "{ran} {minted} {exists:?}"
+            );
+        }
+    }
 
     #[test]
     fn write_read_blow() {

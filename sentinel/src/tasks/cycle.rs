@@ -14,7 +14,7 @@ use super::Kick;
 use crate::agent::Agent;
 use crate::policy::Streak;
 use crate::round::{self, RoundCtx, RoundOutcome, Targets};
-use crate::state::Status;
+use crate::state::{RoundResult, Status};
 
 fn add(t: &mut Targets, k: Kick) {
     match k {
@@ -91,14 +91,13 @@ pub async fn run<A: Agent>(
         let targets = std::mem::take(&mut pending);
         tracing::debug!(?targets, "round");
         let outcome = round::run(&ctx, &agent, &targets, &mut streak).await;
-        let result = match &outcome {
-            RoundOutcome::Quiet => "quiet".to_string(),
+        match &outcome {
+            RoundOutcome::Quiet => {}
             RoundOutcome::Busy => {
                 pending.merge(targets);
                 not_before = Some(Instant::now() + timings.turn_lock_retry);
-                "busy".to_string()
             }
-            RoundOutcome::Turn { class, after } => {
+            RoundOutcome::Turn { after, .. } => {
                 if let Some(b) = after.backoff {
                     tracing::info!(
                         secs = b.as_secs_f64(),
@@ -107,16 +106,12 @@ pub async fn run<A: Agent>(
                     pending.merge(targets);
                     not_before = Some(Instant::now() + b);
                 }
-                format!("{class:?}")
             }
-            RoundOutcome::Error(e) => {
-                parked.merge(targets);
-                format!("error: {e}")
-            }
-        };
+            RoundOutcome::Error(_) => parked.merge(targets),
+        }
         status.ws_connected = ws_connected.load(Ordering::Relaxed);
         status.last_round_at = Some(hoop_core::clock::now_unix());
-        status.last_round_result = Some(result);
+        status.last_round_result = Some(RoundResult::of(&outcome));
         status.consecutive_failures = streak.failures;
         if let Err(e) = status.save(&status_path) {
             tracing::debug!(error = %e, "status file not written");
