@@ -421,3 +421,73 @@ async fn a_first_seen_room_is_read_back_to_the_backlog_limit() {
     let msgs = w.messages().await;
     assert_each_answered_once(&w, &msgs);
 }
+
+/// One room whose messages cannot be read (the backend answers 500 for
+/// it) must not stall the others: the good room is answered, the bad one is
+/// logged once per cause and hour while rounds go on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_room_that_cannot_be_read_does_not_stall_the_others() {
+    let w = World::new(Opts {
+        timings: serde_json::json!({
+            "debounce_ms": 300,
+            "alarm_ms": 1000,
+            "turn_lock_retry_ms": 1_000,
+            "failure_backoff_ms": [200, 200, 200],
+            "ws_backoff_start_ms": 200,
+            "ws_backoff_max_ms": 1000,
+        }),
+        ..Opts::default()
+    })
+    .await;
+    w.standin.set_default(Reply::Work);
+    let bad = w
+        .admin
+        .create_conversation(&hoop_api::admin::CreateConversation {
+            title: "broken".into(),
+            is_workroom: false,
+            member_ids: vec![w.human.id, w.agent.id],
+        })
+        .await
+        .unwrap();
+    let broken = w
+        .admin
+        .post_as(
+            bad.id,
+            &hoop_api::admin::PostAs {
+                sender_id: w.human.id,
+                message: hoop_api::types::SendMessage {
+                    body: "unreadable".into(),
+                    force: true,
+                    ..Default::default()
+                },
+            },
+        )
+        .await
+        .unwrap();
+    // A body the backend can no longer decode: its page is a 500.
+    let st = std::process::Command::new("sqlite3")
+        .arg(&w.db)
+        .arg(format!(
+            "UPDATE messages SET body = CAST(x'ff' AS BLOB) WHERE id = {}",
+            broken.id
+        ))
+        .status()
+        .expect("the sqlite3 command line runs");
+    assert!(st.success());
+    let page = w.agent_client.messages(bad.id, 15, None).await;
+    assert!(page.is_err(), "the broken room is unreadable: {page:?}");
+    w.post("@bolt are you there", false).await;
+    let mut d = w.spawn();
+    d.ready().await;
+    until("the good room answered", || all_answered(&w)).await;
+    // Several rounds later the bad room is still logged only once.
+    d.wait_log_count("⏰ alarm", 3).await;
+    let log = d.log_text();
+    assert_eq!(
+        log.matches("room could not be read").count(),
+        1,
+        "logged once per cause and hour: {log}"
+    );
+    let msgs = w.messages().await;
+    assert_each_answered_once(&w, &msgs);
+}
