@@ -40,6 +40,8 @@ enum Command {
     Say(cmd::say::Args),
     /// Post an image as the home's account, through the send gates.
     SendImage(cmd::say::ImageArgs),
+    /// Show a room's unread messages (or older history) to the home's account.
+    Read(cmd::read::Args),
     /// Merge hoop's hook entries into Claude Code / Cursor settings.
     #[command(subcommand)]
     Hooks(cmd::hooks::Command),
@@ -61,6 +63,7 @@ fn main() -> ExitCode {
         Command::Demo(a) => cmd::demo::run(a),
         Command::Say(a) => cmd::say::run(a),
         Command::SendImage(a) => cmd::say::run_image(a),
+        Command::Read(a) => cmd::read::run(a),
         Command::Hooks(c) => cmd::hooks::run(c),
         Command::Usage(a) => cmd::usage::run(a),
     };

@@ -32,3 +32,13 @@ pub const STATUS_FILE: &str = "sentinel-status.json";
 pub const FAILURE_NOTICE: &str = "⚠️ this round failed; I am still online";
 /// The obituary (SPEC §2), posted at most once per hour per cause.
 pub const OBITUARY: &str = "⚰️ login expired — a person must log in again";
+
+/// A conversation seen for the first time pages back to the
+/// [`NEW_ROOM_BACKLOG`] limit, at most this many pages after the first
+/// (16 × 15 = 240 messages: four times the backend's per-sender rate of a
+/// minute, while a runaway room still cannot make a round page forever).
+pub const NEW_ROOM_EXTRA_PAGES: u32 = 15;
+
+/// A room whose pull keeps failing is logged once per cause and this long:
+/// a broken room must be visible in the log without flooding it every round.
+pub const ROOM_FAILURE_LOG_EVERY: Duration = Duration::from_secs(3600);

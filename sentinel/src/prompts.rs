@@ -168,6 +168,13 @@ mod tests {
             "who said it",
             "undone",
             "card first",
+            "Answer every message",
+            "hoop read --home",
+            "--before",
+            "Never mention quota",
+            "waveform, not text",
+            "to a worker",
+            "Evidence before consequential actions",
         ] {
             assert!(core.contains(needle), "core part lacks {needle:?}");
         }

@@ -1,8 +1,13 @@
 //! One round (SPEC §2 steps 1–6): pull the conversations that rang, decide
 //! per conversation through [`crate::plan`], commit the non-waking advances,
 //! take the turn lock, assemble preamble and instructions, run the turn, and
-//! carry out [`crate::policy::after_turn`]: commit the cursors only after a
-//! 0-exit turn, post the failure note or the obituary when due.
+//! carry out [`crate::policy::after_turn`]: after a 0-exit turn re-read the
+//! woken rooms and commit each cursor only past what is handled
+//! ([`crate::plan::settle`]) — work left unanswered makes the turn a failure
+//! and the round is offered again — then, after the commit, report usage
+//! and post the failure note or the obituary when due. Each room stands
+//! alone: one that cannot be read is skipped, backed off and logged once
+//! per cause and hour ([`crate::plan::RoomFailures`]).
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -10,8 +15,9 @@ use std::time::Instant;
 
 use hoop_api::error::Error as ApiError;
 use hoop_api::rest::Client;
+use hoop_api::say_seen::SaySeen;
 use hoop_api::types::{
-    Conversation, ConversationId, MessageId, MessageKind, SendMessage, UsageReport, User,
+    Conversation, ConversationId, MessageId, MessageKind, SendMessage, UnixSecs, UsageReport, User,
 };
 use hoop_core::clock::now_unix;
 use hoop_core::home::Home;
@@ -22,7 +28,9 @@ use crate::agent::{Agent, TurnResult};
 use crate::config::SentinelConfig;
 use crate::constants::{FAILURE_NOTICE, OBITUARIES_FILE, OBITUARY};
 use crate::lock;
-use crate::plan::{self, DecideInput, Decision, InstructionCtx, Page, PullStep, Wake};
+use crate::plan::{
+    self, DecideInput, Decision, InstructionCtx, Page, PullStep, RoomFailures, Wake,
+};
 use crate::policy::{self, AfterTurn, Streak, TurnClass};
 use crate::prompts::{PromptSet, parts_for};
 use crate::state::{Cursors, Obituaries, StateError, commit_cursors};
@@ -61,6 +69,14 @@ pub enum RoundOutcome {
     Error(String),
 }
 
+/// A round's outcome and the rooms it could not read (retried with the
+/// next kick or alarm once their own backoff has passed).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RoundReport {
+    pub outcome: RoundOutcome,
+    pub failed_rooms: Targets,
+}
+
 /// Everything a round reads.
 pub struct RoundCtx {
     pub client: Arc<Client>,
@@ -91,48 +107,105 @@ impl RoundCtx {
     }
 }
 
-/// Run one round.
+/// Run one round. `rooms` remembers which rooms keep failing (each room
+/// stands alone).
 pub async fn run<A: Agent>(
     ctx: &RoundCtx,
     agent: &tokio::sync::Mutex<A>,
     targets: &Targets,
     streak: &mut Streak,
-) -> RoundOutcome {
-    let wakes = match plan_round(ctx, targets).await {
+    rooms: &mut RoomFailures,
+) -> RoundReport {
+    let report = |outcome, failed_rooms| RoundReport {
+        outcome,
+        failed_rooms,
+    };
+    let (wakes, failed) = match plan_round(ctx, targets, rooms).await {
         Ok(w) => w,
         Err(e) => {
             tracing::warn!(error = %e, "round could not be planned; nothing changed");
-            return RoundOutcome::Error(e.to_string());
+            return report(RoundOutcome::Error(e.to_string()), Targets::default());
         }
     };
     if wakes.is_empty() {
-        return RoundOutcome::Quiet;
+        return report(RoundOutcome::Quiet, failed);
     }
     // Step 4: the turn lock, non-blocking.
     let turn_lock = match lock::turn(&ctx.home.turn_lock_path()) {
         Ok(l) => l,
         Err(e) if e.is_busy() => {
             tracing::info!(error = %e, "turn lock busy; round retried later");
-            return RoundOutcome::Busy;
+            return report(RoundOutcome::Busy, failed);
         }
-        Err(e) => return RoundOutcome::Error(e.to_string()),
+        Err(e) => return report(RoundOutcome::Error(e.to_string()), failed),
     };
-    let (class, after) = turn(ctx, agent, &wakes, streak).await;
+    let (class, after) = turn(ctx, agent, &wakes, streak, rooms).await;
     drop(turn_lock);
-    RoundOutcome::Turn { class, after }
+    report(RoundOutcome::Turn { class, after }, failed)
 }
 
-/// Steps 1–3: pull, decide, commit the non-waking advances; return the wakes.
-async fn plan_round(ctx: &RoundCtx, targets: &Targets) -> Result<Vec<Wake>, RoundError> {
+/// A short, stable name for why a room could not be read (the key of "log
+/// once per cause and hour"; the full error goes into the log line).
+fn cause_of(e: &ApiError) -> String {
+    match e {
+        ApiError::Http { status, .. } => format!("http {status}"),
+        ApiError::Refused { status, code, .. } => format!("{status} {code}"),
+        ApiError::NotFound { code, .. } => format!("404 {code}"),
+        ApiError::Transport(_) => "transport".into(),
+        ApiError::Decode { what, .. } => format!("decoding {what}"),
+        ApiError::Unauthorized { .. } => "unauthorized".into(),
+        ApiError::RateLimited { .. } => "rate limited".into(),
+        other => other.code().unwrap_or("other").to_string(),
+    }
+}
+
+/// Record that `room` could not be read; logged once per cause and hour.
+fn room_failed(ctx: &RoundCtx, rooms: &mut RoomFailures, room: ConversationId, e: &ApiError) {
+    let cause = cause_of(e);
+    let steps = &ctx.cfg.timings.failure_backoff;
+    if rooms.failed(room, &cause, steps, Instant::now()) {
+        tracing::warn!(
+            conversation = room,
+            cause,
+            error = %e,
+            "room could not be read; it is retried after a backoff, the other rooms go on"
+        );
+    }
+}
+
+/// Steps 1–3: pull, decide, commit the non-waking advances; return the
+/// wakes and the rooms that could not be read.
+async fn plan_round(
+    ctx: &RoundCtx,
+    targets: &Targets,
+    rooms: &mut RoomFailures,
+) -> Result<(Vec<Wake>, Targets), RoundError> {
     let convs: Vec<Conversation> = ctx.client.conversations().await?;
     let cursors_path = ctx.home.cursors_path();
     let cursors = Cursors::load(&cursors_path)?;
+    let shown = SaySeen::load(&ctx.home.say_seen_path());
     let now = now_unix();
+    let floor = now.saturating_sub(ctx.cfg.new_room_backlog.as_secs() as i64);
     let mut wakes = vec![];
+    let mut failed = Targets::default();
     let mut advances: Vec<(ConversationId, MessageId)> = vec![];
     for conv in convs.iter().filter(|c| targets.wants(c.id)) {
+        if !rooms.ready(conv.id, Instant::now()) {
+            failed.conversations.insert(conv.id);
+            continue;
+        }
         let cursor = cursors.get(conv.id);
-        let pulled = pull(&ctx.client, conv.id, cursor).await?;
+        let pulled = match pull(&ctx.client, conv.id, cursor, floor).await {
+            Ok(p) => p,
+            Err(e) => {
+                room_failed(ctx, rooms, conv.id, &e);
+                failed.conversations.insert(conv.id);
+                continue;
+            }
+        };
+        if let Some(n) = rooms.recovered(conv.id) {
+            tracing::info!(conversation = conv.id, failures = n, "room readable again");
+        }
         if pulled.missed {
             tracing::warn!(
                 conversation = conv.id,
@@ -145,6 +218,7 @@ async fn plan_round(ctx: &RoundCtx, targets: &Targets) -> Result<Vec<Wake>, Roun
             me: ctx.me(),
             conversation: conv,
             cursor,
+            shown: shown.get(conv.id),
             now,
             new_room_backlog: ctx.cfg.new_room_backlog,
         };
@@ -173,13 +247,14 @@ async fn plan_round(ctx: &RoundCtx, targets: &Targets) -> Result<Vec<Wake>, Roun
     if !advances.is_empty() {
         commit_cursors(&cursors_path, &advances)?;
     }
-    Ok(wakes)
+    Ok((wakes, failed))
 }
 
 async fn pull(
     client: &Client,
     conversation: ConversationId,
     cursor: Option<MessageId>,
+    floor: UnixSecs,
 ) -> Result<plan::Pulled, ApiError> {
     let mut pages: Vec<Page> = vec![];
     let mut before = None;
@@ -189,11 +264,66 @@ async fn pull(
             messages: p.messages,
             has_more: p.has_more,
         });
-        match plan::pull_step(cursor, &pages) {
+        match plan::pull_step(cursor, floor, &pages) {
             PullStep::Fetch { before: b } => before = Some(b),
             PullStep::Done(pulled) => return Ok(pulled),
         }
     }
+}
+
+/// After a 0-exit turn: re-read each woken room and commit its cursor only
+/// past what is handled ([`plan::settle`]). Returns the rooms whose work is
+/// still unanswered (or that could not be re-read).
+async fn settle_rooms(
+    ctx: &RoundCtx,
+    wakes: &[Wake],
+    rooms: &mut RoomFailures,
+) -> Vec<ConversationId> {
+    let shown = SaySeen::load(&ctx.home.say_seen_path());
+    let me = ctx.me();
+    let mut updates: Vec<(ConversationId, MessageId)> = vec![];
+    let mut open = vec![];
+    for w in wakes {
+        let floor = w.floor.unwrap_or(0);
+        let pulled = match pull(&ctx.client, w.conversation_id, w.cursor, floor).await {
+            Ok(p) => p,
+            Err(e) => {
+                room_failed(ctx, rooms, w.conversation_id, &e);
+                tracing::warn!(
+                    conversation = w.conversation_id,
+                    error = %e,
+                    "room could not be re-read after the turn; its cursor stays and it is offered again"
+                );
+                open.push(w.conversation_id);
+                continue;
+            }
+        };
+        let s = plan::settle(&me, w, shown.get(w.conversation_id), &pulled);
+        if let Some(to) = s.to {
+            updates.push((w.conversation_id, to));
+        }
+        if !s.unanswered.is_empty() {
+            tracing::warn!(
+                conversation = w.conversation_id,
+                unanswered = ?s.unanswered,
+                "turn ended without an answer to these messages; the turn failed for this room and it is offered again"
+            );
+            open.push(w.conversation_id);
+        }
+    }
+    if !updates.is_empty() {
+        match commit_cursors(&ctx.home.cursors_path(), &updates) {
+            Ok(_) => {
+                for (c, to) in &updates {
+                    tracing::info!(conversation = c, to, "📌 cursor committed");
+                }
+            }
+            // The messages will be offered again: a second answer is avoided
+            // by the "own reply newest" rule, never by losing them.
+            Err(e) => tracing::error!(error = %e, "could not commit cursors"),
+        }
+    }
+    open
 }
 
 /// Steps 5–6 and the policy.
@@ -202,6 +332,7 @@ async fn turn<A: Agent>(
     agent: &tokio::sync::Mutex<A>,
     wakes: &[Wake],
     streak: &mut Streak,
+    rooms: &mut RoomFailures,
 ) -> (TurnClass, AfterTurn) {
     let rerun = streak.is_rerun();
     let needed = plan::parts_needed(wakes, rerun);
@@ -238,41 +369,39 @@ async fn turn<A: Agent>(
     if let Err(e) = commit_cursors(&ctx.home.say_seen_path(), &shown) {
         tracing::warn!(error = %e, "could not move the say watermark; hoop say may ask to read first");
     }
+    // The card the turn's usage belongs to is the one working when the turn
+    // starts: a turn that finishes its card still reports to it.
+    let card_id = working_card(ctx).await;
     let part_names: Vec<&str> = parts.iter().map(|p| p.name()).collect();
     tracing::info!(parts = ?part_names, rerun, "🧠 turn started");
     let started = Instant::now();
     let result: TurnResult = agent.lock().await.run_turn(&preamble, &message).await;
     let secs = started.elapsed().as_secs_f64();
     tracing::info!(class = ?result.class, secs, detail = %result.detail, "🧠 turn finished");
-    report_usage(ctx, &result).await;
-    let after = policy::after_turn(&ctx.cfg.timings, streak, &result.class);
-    if after.commit {
-        let updates: Vec<(ConversationId, MessageId)> =
-            wakes.iter().map(|w| (w.conversation_id, w.to)).collect();
-        match commit_cursors(&ctx.home.cursors_path(), &updates) {
-            Ok(_) => {
-                for (c, to) in &updates {
-                    tracing::info!(conversation = c, to, "📌 cursor committed");
-                }
-            }
-            // The messages will be offered again: a second answer is avoided
-            // by the "own reply newest" rule, never by losing them.
-            Err(e) => tracing::error!(error = %e, "could not commit cursors"),
+    // Commit before anything slow: a stop in between must not lose the
+    // commit of a good turn.
+    let mut class = result.class.clone();
+    if class == TurnClass::Ok {
+        let open = settle_rooms(ctx, wakes, rooms).await;
+        if !open.is_empty() {
+            class = TurnClass::Failed;
         }
     }
+    let after = policy::after_turn(&ctx.cfg.timings, streak, &class);
+    report_usage(ctx, card_id, &result).await;
     if after.post_failure_notice {
         post_to_rooms(ctx, wakes, FAILURE_NOTICE).await;
     }
     if let Some(cause) = &after.obituary_cause {
         obituary(ctx, wakes, cause).await;
     }
-    (result.class, after)
+    (class, after)
 }
 
-/// Report the turn's three numbers, with the current working card if any.
-async fn report_usage(ctx: &RoundCtx, result: &TurnResult) {
-    let u = result.usage.unwrap_or_default();
-    let card_id = match ctx
+/// The account's working top-level card, if any (the lease renewer's last
+/// knowledge when the backend cannot say).
+async fn working_card(ctx: &RoundCtx) -> Option<hoop_api::types::CardId> {
+    match ctx
         .client
         .cards(&hoop_api::rest::CardFilter {
             assignee: Some("me".into()),
@@ -282,7 +411,16 @@ async fn report_usage(ctx: &RoundCtx, result: &TurnResult) {
     {
         Ok(cards) => cards.iter().find(|c| c.parent_id.is_none()).map(|c| c.id),
         Err(_) => ctx.current_card.lock().ok().and_then(|c| *c),
-    };
+    }
+}
+
+/// Report the turn's three numbers to the card decided before the turn.
+async fn report_usage(
+    ctx: &RoundCtx,
+    card_id: Option<hoop_api::types::CardId>,
+    result: &TurnResult,
+) {
+    let u = result.usage.unwrap_or_default();
     let report = UsageReport {
         card_id,
         tokens_in: u.tokens_in,

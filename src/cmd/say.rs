@@ -3,30 +3,38 @@
 //! backend run — so an agent never posts blind over messages it has not seen.
 //!
 //! The watermark (`<home>/say_seen.json`, `{"<conversation id>": <message
-//! id>, …}`) is the newest message id of a room this account has seen
-//! through `hoop say`. Precisely:
-//! - Before a normal send, the newest [`SAY_GAP_WINDOW`] messages are read.
-//!   Those newer than the watermark and not the account's own are unread.
-//!   Unread ones (without `--anyway`) are printed, the watermark moves to the
-//!   newest message read, and nothing is sent (exit 2): the next `hoop say`
-//!   goes through unless something new arrived meanwhile.
+//! id>, …}`) says up to where a room's messages were SHOWN to this account
+//! (by the sentinel's instructions, a `hoop say` refusal or `hoop read`). It
+//! never moves past a message nobody showed. Precisely:
+//! - Before a normal send, the room is read back from the newest message
+//!   until the watermark (at most [`SAY_READ_PAGES`] pages). Messages newer
+//!   than the watermark and not the account's own are unread. Unread ones
+//!   (without `--anyway`) are printed oldest first, at most
+//!   [`SAY_GAP_WINDOW`] of them; the watermark moves to the newest printed
+//!   one (to the newest message when all were printed), the rest is named
+//!   with the `hoop read` command that shows it, and nothing is sent
+//!   (exit 2).
 //! - A send carries `expect_latest_id` = the newest message read (0 when
 //!   the room was empty), so a message that lands between the read and the
-//!   send is refused by the backend (409 `gap`); its unread messages are
-//!   printed, the watermark moves to the backend's newest id, exit 2.
+//!   send is refused by the backend (409 `gap`); the room is then read again
+//!   and shown the same way, exit 2.
 //! - After a successful normal send the watermark moves to the sent
 //!   message's id: the backend accepted `expect_latest_id`, so nothing else
-//!   is newer than what was read.
+//!   is newer than what was shown.
 //! - `--anyway` ("I have just read them one by one") skips the local unread
 //!   check only; the backend's gap check above still applies.
 //! - `--failure` sends a failure report (kind `failure`): no gap check, no
 //!   markdown gate (the cap and the empty check still apply), a rate limit
 //!   is waited out (up to one window) rather than refused, and the
 //!   watermark does not move, since nothing was read.
+//! - A backend that cannot be reached is tried [`SAY_TRANSPORT_TRIES`]
+//!   times with a doubling pause; before a send is tried again the room is
+//!   checked for it (a send whose answer was lost is not sent twice). When
+//!   it still cannot be reached the command says that nothing was sent.
 //!
 //! The watermark never moves backwards. Exit codes: 0 sent; 2 unread
 //! messages printed or a gate refused (markdown, cap, empty, rate limit);
-//! 1 any other error.
+//! 1 any other error (the backend unreachable: nothing was sent).
 
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
@@ -43,7 +51,7 @@ use hoop_api::types::{
 use hoop_api::{Client, Error as ApiError};
 use hoop_core::gates::{self, SendKind};
 use hoop_core::home::Home;
-use hoop_core::limits::{REST_BODY_CAP_BYTES, SAY_GAP_WINDOW, SEND_RATE_PER_MIN};
+use hoop_core::limits::{CHAT_READ_MAX, REST_BODY_CAP_BYTES, SAY_GAP_WINDOW, SEND_RATE_PER_MIN};
 
 /// `expect_latest_id` of a send into a room that had no message: message
 /// ids are positive, so the backend's gap check sees any message as newer.
@@ -61,6 +69,21 @@ pub const MAX_IMAGE_BYTES: usize = REST_BODY_CAP_BYTES / 4 * 3 - 64 * 1024;
 /// Read at most this much of stdin for `-`: four bytes per character of the
 /// largest body, plus one so an over-long body is caught by the cap gate.
 const STDIN_CAP_BYTES: u64 = (hoop_core::limits::MAX_BODY_CHARS as u64) * 4 + 1;
+
+/// Reading back to the watermark stops after this many pages of
+/// [`CHAT_READ_MAX`] (200 messages): a room flooded beyond that is read with
+/// `hoop read --before`, and the printout says so.
+pub const SAY_READ_PAGES: usize = 4;
+/// A printed message body is cut after this many characters (the rest
+/// stays in the room): a refusal must fit the agent's tool-output limit
+/// even when every unread message is maximal.
+pub const SHOW_BODY_CAP_CHARS: usize = 2_000;
+/// A backend that cannot be reached is tried this many times ...
+pub const SAY_TRANSPORT_TRIES: u32 = 5;
+/// ... pausing this long after the first failure, doubling each time
+/// (0.5 + 1 + 2 + 4 = 7.5 s: a backend restart fits, a person does not
+/// wait long for the verdict).
+pub const SAY_RETRY_FIRST_PAUSE: Duration = Duration::from_millis(500);
 
 /// Shown under `--help` of both commands.
 const EXIT_HELP: &str = "Exit codes: 0 sent; 2 not sent: unread messages were printed (read them, then \
@@ -120,81 +143,211 @@ fn parse_mention(s: &str) -> Result<Mention, String> {
 
 // ---------------------------------------------------------------- the gap gate
 
-/// What the gap gate says about the newest messages.
+/// What a room holds newer than the watermark, as far as it is shown now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unread {
+    /// Messages from others newer than the watermark shown now, oldest first.
+    pub shown: Vec<Message>,
+    /// Where the watermark may move: every message up to it was shown (or
+    /// is the account's own). `None`: nothing may move.
+    pub mark: Option<MessageId>,
+    /// Unread messages newer than the shown ones, not shown yet.
+    pub more: usize,
+    /// Reading back stopped before the watermark: older unread messages
+    /// may exist before the oldest one read.
+    pub skipped: Option<MessageId>,
+}
+
+/// The unread part of what was read back (`newest_first`, every page read,
+/// newest first; `reached` = the read reached the watermark or the start of
+/// the room), showing at most `max` messages, oldest first.
+pub fn unread_part(
+    newest_first: &[Message],
+    reached: bool,
+    watermark: Option<MessageId>,
+    me: UserId,
+    max: usize,
+) -> Unread {
+    let mut unread: Vec<Message> =
+        gates::unread_since(newest_first, watermark, |m| m.id, |m| m.sender_id == me)
+            .into_iter()
+            .cloned()
+            .collect();
+    unread.reverse();
+    let more = unread.len().saturating_sub(max);
+    unread.truncate(max);
+    let newest = newest_first.first().map(|m| m.id);
+    let mark = if more == 0 {
+        newest
+    } else {
+        unread.last().map(|m| m.id)
+    };
+    Unread {
+        shown: unread,
+        mark,
+        more,
+        skipped: (!reached)
+            .then(|| newest_first.last().map(|m| m.id))
+            .flatten(),
+    }
+}
+
+/// What the gap gate says about the room.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum GapVerdict {
     /// Send, expecting this newest id ([`EMPTY_ROOM`] when the room had no
     /// message: ids are positive, so any message at all is newer).
     Clear { expect_latest_id: MessageId },
-    /// Show these (newest first) and do not send. `more` = unread messages
-    /// older than the window may exist.
-    Unread {
-        unread: Vec<Message>,
-        newest: MessageId,
-        more: bool,
-    },
+    /// Show these and do not send.
+    Unread(Unread),
 }
 
-/// The gap gate over one page of newest messages (newest first).
+/// The gap gate over what was read back (see [`unread_part`]).
 pub fn gap_verdict(
     newest_first: &[Message],
-    has_more: bool,
+    reached: bool,
     watermark: Option<MessageId>,
     me: UserId,
     anyway: bool,
 ) -> GapVerdict {
-    let newest = newest_first.first().map(|m| m.id);
-    let unread: Vec<Message> =
-        gates::unread_since(newest_first, watermark, |m| m.id, |m| m.sender_id == me)
-            .into_iter()
-            .cloned()
-            .collect();
-    match newest {
-        Some(newest) if !unread.is_empty() && !anyway => {
-            // The window was all unread and older ones exist past it.
-            let oldest_shown = newest_first.last().map(|m| m.id).unwrap_or(newest);
-            let more = has_more && watermark.is_none_or(|w| w < oldest_shown);
-            GapVerdict::Unread {
-                unread,
-                newest,
-                more,
-            }
+    let u = unread_part(
+        newest_first,
+        reached,
+        watermark,
+        me,
+        SAY_GAP_WINDOW as usize,
+    );
+    if u.shown.is_empty() || anyway {
+        return GapVerdict::Clear {
+            expect_latest_id: newest_first.first().map_or(EMPTY_ROOM, |m| m.id),
+        };
+    }
+    GapVerdict::Unread(u)
+}
+
+/// Read a room back from its newest message until the watermark, the start
+/// of the room, or [`SAY_READ_PAGES`] pages. Returns the messages newest
+/// first and whether the watermark (or the start) was reached. With no
+/// watermark only the newest page is read (it counts as reached: the room
+/// was never shown, its newest messages are what matters).
+pub async fn read_back(
+    client: &Client,
+    room: ConversationId,
+    watermark: Option<MessageId>,
+) -> Result<(Vec<Message>, bool), ApiError> {
+    let Some(w) = watermark else {
+        let p = retrying("reading the room", || {
+            client.messages(room, SAY_GAP_WINDOW, None)
+        })
+        .await?;
+        return Ok((p.messages, true));
+    };
+    let mut all: Vec<Message> = vec![];
+    let mut before = None;
+    for _ in 0..SAY_READ_PAGES {
+        let p = retrying("reading the room", || {
+            client.messages(room, CHAT_READ_MAX, before)
+        })
+        .await?;
+        let reached = !p.has_more || p.messages.iter().any(|m| m.id <= w);
+        before = p.messages.last().map(|m| m.id);
+        all.extend(p.messages);
+        if reached || before.is_none() {
+            return Ok((all, true));
         }
-        _ => GapVerdict::Clear {
-            expect_latest_id: newest.unwrap_or(EMPTY_ROOM),
-        },
+    }
+    Ok((all, false))
+}
+
+/// Run `op`, trying again on a transport error ([`SAY_TRANSPORT_TRIES`]
+/// tries, the pause doubling from [`SAY_RETRY_FIRST_PAUSE`]).
+pub async fn retrying<T, F, Fut>(what: &str, mut op: F) -> Result<T, ApiError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, ApiError>>,
+{
+    let mut pause = SAY_RETRY_FIRST_PAUSE;
+    let mut tries = 1;
+    loop {
+        match op().await {
+            Err(ApiError::Transport(e)) if tries < SAY_TRANSPORT_TRIES => {
+                tracing::warn!(what, error = %e, pause_ms = pause.as_millis() as u64, "backend unreachable; trying again");
+                tokio::time::sleep(pause).await;
+                pause *= 2;
+                tries += 1;
+            }
+            r => return r,
+        }
     }
 }
 
-/// The unread messages as printed: oldest first, one block each.
-pub fn render_unread(room: ConversationId, newest_first: &[Message], more: bool) -> String {
+/// One message as printed: `#id @user[ (you)][ tag]: body`, continuation
+/// lines indented, a long body cut.
+pub fn render_message(out: &mut String, m: &Message, me: UserId) {
+    let you = if m.sender_id == me { " (you)" } else { "" };
+    let tag = match m.kind {
+        MessageKind::Text => "",
+        MessageKind::Image => " [image]",
+        MessageKind::Status => " [status]",
+        MessageKind::Failure => " [failure]",
+    };
+    out.push_str(&format!("#{} @{}{you}{tag}:", m.id, m.sender_username));
+    let body: String = m.body.chars().take(SHOW_BODY_CAP_CHARS).collect();
+    let cut = m.body.chars().count().saturating_sub(SHOW_BODY_CAP_CHARS);
+    let mut lines = body.lines();
+    match lines.next() {
+        Some(first) => out.push_str(&format!(" {first}\n")),
+        None => out.push('\n'),
+    }
+    for l in lines {
+        out.push_str(&format!("    {l}\n"));
+    }
+    if cut > 0 {
+        out.push_str(&format!("    …({cut} more characters in the room)\n"));
+    }
+}
+
+/// The `hoop read` command for a room (named in every printout that leaves
+/// something unshown).
+pub fn read_cmd(home: &str, room: ConversationId, before: Option<MessageId>) -> String {
+    match before {
+        Some(b) => format!("hoop read --home {home} --room {room} --before {b}"),
+        None => format!("hoop read --home {home} --room {room}"),
+    }
+}
+
+/// What is left unshown, and the command that shows it.
+pub fn render_rest(out: &mut String, home: &str, room: ConversationId, u: &Unread) {
+    if u.more > 0 {
+        out.push_str(&format!(
+            "({} more unread after these: run {} to read them)\n",
+            u.more,
+            read_cmd(home, room, None)
+        ));
+    }
+    if let Some(oldest) = u.skipped {
+        out.push_str(&format!(
+            "(older unread messages may exist before #{oldest}; read them with {})\n",
+            read_cmd(home, room, Some(oldest))
+        ));
+    }
+}
+
+/// The unread messages as a refusal prints them: oldest first, one block each.
+pub fn render_unread(home: &str, room: ConversationId, u: &Unread, me: UserId) -> String {
     let mut out = format!(
         "{} unread message(s) in room {room} — read them, then send again \
          (or pass --anyway if you have just read them one by one):\n",
-        newest_first.len()
+        u.shown.len()
     );
-    if more {
-        out.push_str(
-            "(older unread messages exist beyond these; read the room before answering)\n",
-        );
+    for m in &u.shown {
+        render_message(&mut out, m, me);
     }
-    for m in newest_first.iter().rev() {
-        let tag = match m.kind {
-            MessageKind::Text => "",
-            MessageKind::Image => " [image]",
-            MessageKind::Status => " [status]",
-            MessageKind::Failure => " [failure]",
-        };
-        out.push_str(&format!("#{} @{}{tag}:", m.id, m.sender_username));
-        let mut lines = m.body.lines();
-        match lines.next() {
-            Some(first) => out.push_str(&format!(" {first}\n")),
-            None => out.push('\n'),
-        }
-        for l in lines {
-            out.push_str(&format!("    {l}\n"));
-        }
-    }
+    render_rest(&mut out, home, room, u);
+    out.push_str(&format!(
+        "(more of the room: {} for unread messages, --before ID for older history)\n",
+        read_cmd(home, room, None)
+    ));
     out
 }
 
@@ -204,6 +357,8 @@ pub fn render_unread(room: ConversationId, newest_first: &[Message], more: bool)
 enum Sent {
     Ok(Message),
     Gated(String),
+    /// The backend could not be reached: nothing was sent.
+    Unreachable(String),
 }
 
 /// The body to send or the image to send.
@@ -307,43 +462,85 @@ fn execute(req: Request) -> anyhow::Result<ExitCode> {
             ExitCode::SUCCESS
         }
         Sent::Gated(msg) => gated(&msg),
+        Sent::Unreachable(e) => {
+            eprintln!(
+                "hoop: the backend could not be reached after {SAY_TRANSPORT_TRIES} tries; \
+                 NOTHING WAS SENT to room {}: {e}",
+                req.room
+            );
+            ExitCode::from(super::EXIT_FAILURE)
+        }
     })
+}
+
+/// Read the room back to the watermark and print what is unread; the
+/// watermark moves only over what was printed.
+async fn show_unread(
+    client: &Client,
+    req: &Request,
+    seen_path: &Path,
+    me: UserId,
+    anyway: bool,
+    what: &str,
+) -> anyhow::Result<Result<MessageId, Sent>> {
+    let room = req.room;
+    let seen = SaySeen::load(seen_path);
+    let (page, reached) = match read_back(client, room, seen.get(room)).await {
+        Ok(p) => p,
+        Err(ApiError::Transport(e)) => return Ok(Err(Sent::Unreachable(e))),
+        Err(e) => return Err(e).with_context(|| format!("reading room {room}")),
+    };
+    match gap_verdict(&page, reached, seen.get(room), me, anyway) {
+        GapVerdict::Unread(u) => {
+            print!("{}", render_unread(&req.home.name, room, &u, me));
+            if let Some(mark) = u.mark {
+                advance(seen_path, room, mark)?;
+            }
+            Ok(Err(Sent::Gated(format!(
+                "not sent: {} {what}, printed above",
+                u.shown.len()
+            ))))
+        }
+        GapVerdict::Clear { expect_latest_id } => Ok(Ok(expect_latest_id)),
+    }
+}
+
+/// After a transport error on a send: did it land anyway (its answer lost)?
+/// Looks for the account's own message with the same body and kind newer
+/// than `after`.
+async fn landed(client: &Client, req: &Request, me: UserId, after: MessageId) -> Option<Message> {
+    let (body, kind) = match &req.payload {
+        Payload::Text(m) => (m.body.as_str(), m.kind),
+        Payload::Image(i) => (i.caption.as_str(), MessageKind::Image),
+    };
+    let page = client.messages(req.room, SAY_GAP_WINDOW, None).await.ok()?;
+    page.messages
+        .into_iter()
+        .find(|m| m.id > after && m.sender_id == me && m.kind == kind && m.body == body)
 }
 
 async fn send(req: &Request, seen_path: &Path) -> anyhow::Result<Sent> {
     let client =
         Client::for_home(&req.home).with_context(|| format!("home {:?}", req.home.name))?;
     let room = req.room;
-    let seen = SaySeen::load(seen_path);
+    let me = match retrying("who am I", || client.me()).await {
+        Ok(u) => u.id,
+        Err(ApiError::Transport(e)) => return Ok(Sent::Unreachable(e)),
+        Err(e) => return Err(e).context("who am I"),
+    };
 
-    let expect_latest_id = if req.failure {
-        None
-    } else {
-        let me = client.me().await.context("who am I")?;
-        let page = client
-            .messages(room, SAY_GAP_WINDOW, None)
+    // The newest id before the send: what a landed copy must be newer than.
+    let (expect_latest_id, baseline) = if req.failure {
+        let newest = client
+            .messages(room, 1, None)
             .await
-            .with_context(|| format!("reading room {room}"))?;
-        match gap_verdict(
-            &page.messages,
-            page.has_more,
-            seen.get(room),
-            me.id,
-            req.anyway,
-        ) {
-            GapVerdict::Unread {
-                unread,
-                newest,
-                more,
-            } => {
-                print!("{}", render_unread(room, &unread, more));
-                advance(seen_path, room, newest)?;
-                return Ok(Sent::Gated(format!(
-                    "not sent: {} unread message(s) printed above",
-                    unread.len()
-                )));
-            }
-            GapVerdict::Clear { expect_latest_id } => Some(expect_latest_id),
+            .ok()
+            .and_then(|p| p.messages.first().map(|m| m.id));
+        (None, newest)
+    } else {
+        match show_unread(&client, req, seen_path, me, req.anyway, "unread message(s)").await? {
+            Ok(expect) => (Some(expect), Some(expect)),
+            Err(sent) => return Ok(sent),
         }
     };
 
@@ -366,6 +563,24 @@ async fn send(req: &Request, seen_path: &Path) -> anyhow::Result<Sent> {
         }
     };
     let mut result = attempt().await;
+    let mut pause = SAY_RETRY_FIRST_PAUSE;
+    let mut tries = 1;
+    while let Err(ApiError::Transport(e)) = &result {
+        if tries >= SAY_TRANSPORT_TRIES {
+            break;
+        }
+        tracing::warn!(error = %e, pause_ms = pause.as_millis() as u64, "send: backend unreachable; trying again");
+        tokio::time::sleep(pause).await;
+        pause *= 2;
+        tries += 1;
+        if let Some(after) = baseline
+            && let Some(m) = landed(&client, req, me, after).await
+        {
+            result = Ok(m);
+            break;
+        }
+        result = attempt().await;
+    }
     if req.failure {
         // Bad news must get out: a failure report outwaits the rate limit
         // (at most one window), retrying every second in case the window
@@ -392,13 +607,24 @@ async fn send(req: &Request, seen_path: &Path) -> anyhow::Result<Sent> {
             }
             Ok(Sent::Ok(m))
         }
-        Err(ApiError::Gap { latest_id, unread }) => {
-            print!("{}", render_unread(room, &unread, false));
-            advance(seen_path, room, latest_id)?;
-            Ok(Sent::Gated(format!(
-                "not sent: {} message(s) arrived meanwhile, printed above",
-                unread.len()
-            )))
+        Err(ApiError::Gap { .. }) => {
+            // Something arrived between the read and the send: show it the
+            // same way (read back to the watermark), never past it.
+            match show_unread(
+                &client,
+                req,
+                seen_path,
+                me,
+                false,
+                "message(s) arrived meanwhile",
+            )
+            .await?
+            {
+                Err(sent) => Ok(sent),
+                Ok(_) => Ok(Sent::Gated(
+                    "not sent: a message arrived meanwhile; send again".into(),
+                )),
+            }
         }
         Err(ApiError::RateLimited { retry_after }) => Ok(Sent::Gated(format!(
             "rate limited, nothing sent: the backend takes at most {SEND_RATE_PER_MIN} \
@@ -408,6 +634,7 @@ async fn send(req: &Request, seen_path: &Path) -> anyhow::Result<Sent> {
         Err(ApiError::Refused { code, message, .. }) => Ok(Sent::Gated(format!(
             "refused by the backend ({code}), nothing sent: {message}"
         ))),
+        Err(ApiError::Transport(e)) => Ok(Sent::Unreachable(e)),
         Err(e) => Err(e).context("sending"),
     }
 }
@@ -441,7 +668,7 @@ mod tests {
 
     fn ids(v: &GapVerdict) -> Vec<MessageId> {
         match v {
-            GapVerdict::Unread { unread, .. } => unread.iter().map(|m| m.id).collect(),
+            GapVerdict::Unread(u) => u.shown.iter().map(|m| m.id).collect(),
             GapVerdict::Clear { .. } => vec![],
         }
     }
@@ -449,18 +676,18 @@ mod tests {
     #[test]
     fn gap_verdict_table() {
         let page = vec![msg(9, 2), msg(8, ME), msg(7, 2), msg(6, 2)];
-        // (watermark, anyway, want unread ids, want clear expect)
+        // (watermark, anyway, want unread ids oldest first, want clear expect)
         type Case = (Option<i64>, bool, &'static [i64], Option<i64>);
         let cases: &[Case] = &[
             (Some(9), false, &[], Some(9)),
             (Some(8), false, &[9], None),
-            (Some(6), false, &[9, 7], None),
-            (None, false, &[9, 7, 6], None),
+            (Some(6), false, &[7, 9], None),
+            (None, false, &[6, 7, 9], None),
             (Some(6), true, &[], Some(9)),
             (Some(20), false, &[], Some(9)),
         ];
         for (w, anyway, want, expect) in cases {
-            let v = gap_verdict(&page, false, *w, ME, *anyway);
+            let v = gap_verdict(&page, true, *w, ME, *anyway);
             assert_eq!(ids(&v), *want, "{w:?} {anyway}");
             if want.is_empty() {
                 assert_eq!(
@@ -474,14 +701,14 @@ mod tests {
         // Only my own messages since the watermark: clear.
         let own = vec![msg(9, ME), msg(8, ME), msg(7, 2)];
         assert_eq!(
-            gap_verdict(&own, false, Some(7), ME, false),
+            gap_verdict(&own, true, Some(7), ME, false),
             GapVerdict::Clear {
                 expect_latest_id: 9
             }
         );
         // An empty room: clear, and any message at all is newer than 0.
         assert_eq!(
-            gap_verdict(&[], false, None, ME, false),
+            gap_verdict(&[], true, None, ME, false),
             GapVerdict::Clear {
                 expect_latest_id: EMPTY_ROOM
             }
@@ -489,29 +716,57 @@ mod tests {
     }
 
     #[test]
-    fn older_unread_beyond_the_window_is_flagged() {
-        let page = vec![msg(9, 2), msg(8, 2)];
-        let more = |w| match gap_verdict(&page, true, w, ME, false) {
-            GapVerdict::Unread { more, newest, .. } => {
-                assert_eq!(newest, 9);
-                more
-            }
-            v => panic!("{v:?}"),
-        };
-        assert!(more(None));
-        assert!(more(Some(3)));
-        assert!(!more(Some(8)));
+    fn the_watermark_never_moves_past_a_message_not_shown() {
+        // 20 unread after the watermark 100; 8 are shown, oldest first.
+        let newest_first: Vec<Message> = (101..=120).rev().map(|i| msg(i, 2)).collect();
+        let u = unread_part(&newest_first, true, Some(100), ME, 8);
+        assert_eq!(
+            u.shown.iter().map(|m| m.id).collect::<Vec<_>>(),
+            (101..=108).collect::<Vec<_>>()
+        );
+        assert_eq!(u.mark, Some(108), "only up to the newest shown");
+        assert_eq!(u.more, 12);
+        assert_eq!(u.skipped, None);
+        let text = render_unread("bolt", 5, &u, ME);
+        assert!(
+            text.contains("12 more unread after these: run hoop read --home bolt --room 5"),
+            "{text}"
+        );
+        // All fit: the mark goes to the newest message read, own ones included.
+        let mut mixed = newest_first[..3].to_vec();
+        mixed.insert(0, msg(121, ME));
+        let u = unread_part(&mixed, true, Some(117), ME, 8);
+        assert_eq!((u.mark, u.more), (Some(121), 0));
+        // Reading back gave up before the watermark: said, with the command.
+        let u = unread_part(&newest_first[..5], false, Some(100), ME, 8);
+        assert_eq!(u.skipped, Some(116));
+        let text = render_unread("bolt", 5, &u, ME);
+        assert!(
+            text.contains("hoop read --home bolt --room 5 --before 116"),
+            "{text}"
+        );
     }
 
     #[test]
-    fn unread_render_is_oldest_first_with_continuations() {
+    fn unread_render_is_oldest_first_with_continuations_and_cut() {
         let mut a = msg(7, 2);
         a.body = "line one\nline two".into();
-        let out = render_unread(5, &[msg(9, 2), a], true);
-        let p9 = out.find("#9 @ann: m9").unwrap();
+        let mut long = msg(9, 2);
+        long.body = "x".repeat(SHOW_BODY_CAP_CHARS + 3);
+        let u = Unread {
+            shown: vec![a, long],
+            mark: Some(9),
+            more: 0,
+            skipped: None,
+        };
+        let out = render_unread("h", 5, &u, ME);
+        let p9 = out.find("#9 @ann: x").unwrap();
         let p7 = out.find("#7 @ann: line one\n    line two").unwrap();
         assert!(p7 < p9, "{out}");
-        assert!(out.contains("older unread"));
+        assert!(out.contains("…(3 more characters in the room)"), "{out}");
+        let mut own = String::new();
+        render_message(&mut own, &msg(3, ME), ME);
+        assert_eq!(own, "#3 @me (you): m3\n");
     }
 
     #[test]

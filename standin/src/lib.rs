@@ -21,6 +21,7 @@
 
 pub mod cache;
 mod sse;
+pub mod work;
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -97,6 +98,10 @@ pub enum Reply {
     Delayed { after: Duration, reply: Box<Reply> },
     /// The inner reply, reporting these usage numbers instead of computed ones.
     WithUsage { usage: Usage, reply: Box<Reply> },
+    /// Answer the messages the instructions give as work with `hoop say`,
+    /// naming their ids, read more when told to, and answer what the
+    /// commands showed (see [`work`]).
+    Work,
 }
 
 impl Reply {
@@ -619,6 +624,9 @@ fn choose(st: &mut Inner, body: &Value) -> Reply {
             "The user and the assistant exchanged messages; nothing is pending.".into(),
         );
     }
+    if last_carries_tool_result(body) && work::follow_up(body).is_some() {
+        return Reply::Work;
+    }
     if last_carries_tool_result(body) {
         let then = st
             .pending_then
@@ -627,6 +635,19 @@ fn choose(st: &mut Inner, body: &Value) -> Reply {
         return Reply::Text(then);
     }
     st.queue.pop_front().unwrap_or_else(|| st.default.clone())
+}
+
+/// The command a [`Reply::Work`] runs next: the first one for a round's
+/// instructions, or the one after a work command's output.
+fn work_command(body: &Value) -> Option<String> {
+    match work::follow_up(body) {
+        Some((_, _, steps)) if steps >= work::WORK_MAX_STEPS => None,
+        Some((cmd, output, _)) => work::next_command(&cmd, &output),
+        None => {
+            let text = last_message(body).map(message_text).unwrap_or_default();
+            work::first_command(&text)
+        }
+    }
 }
 
 fn unwrap_modifiers(mut r: Reply) -> (Duration, Option<Usage>, Reply) {
@@ -671,6 +692,20 @@ fn plan_for(st: &mut Inner, body: &Value, n: usize, reply: Reply, over: Option<U
             )
         }
         Reply::Text(t) => (vec![sse::Block::Text(t)], "end_turn"),
+        Reply::Work => match work_command(body) {
+            Some(command) => (
+                vec![
+                    sse::Block::Text("I will answer.".into()),
+                    sse::Block::ToolUse {
+                        id: format!("toolu_standin_{:08}", next_id()),
+                        name: "Bash".into(),
+                        input: json!({"command": command, "description": work::WORK_MARK}),
+                    },
+                ],
+                "tool_use",
+            ),
+            None => (vec![sse::Block::Text(work::WORK_DONE.into())], "end_turn"),
+        },
         Reply::Summary(s) => (
             vec![sse::Block::Text(format!(
                 "<analysis>\nThe conversation so far, in order.\n</analysis>\n\n<summary>\n{s}\n</summary>"

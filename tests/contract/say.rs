@@ -156,20 +156,114 @@ async fn a_failure_report_passes_the_gap_and_markdown_gates() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn more_unread_than_the_window_are_flagged() {
+async fn more_unread_than_the_window_are_shown_oldest_first_and_hoop_read_shows_the_rest() {
     let env = Env::start().await;
     let (a, ann, room) = setup(&env).await;
     let first = env.post_as(room, ann.id, "one").await;
     assert_eq!(say(&env, &a, room, &["--anyway"], "seen").await.code, 0);
     assert!(watermark(&a, room).unwrap() > first.id);
-    // Many messages arrive; the 8-message window holds only the newest.
+    // Many messages arrive: more than one refusal shows.
+    let mut burst = vec![];
     for i in 0..12 {
-        env.post_as(room, ann.id, &format!("burst {i}")).await;
+        burst.push(env.post_as(room, ann.id, &format!("burst {i}")).await);
     }
     let out = say(&env, &a, room, &[], "answer").await;
     assert_eq!(out.code, 2);
-    assert!(out.stdout.contains("burst 11"));
-    assert!(out.stdout.contains("older unread"), "{}", out.stdout);
+    for (i, m) in burst.iter().enumerate() {
+        assert_eq!(
+            out.stdout.contains(&format!("#{} @", m.id)),
+            i < 8,
+            "the oldest 8 are shown, the rest not: {}",
+            out.stdout
+        );
+    }
+    assert!(
+        out.stdout.contains(&format!(
+            "4 more unread after these: run hoop read --home bolt --room {room}"
+        )),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(
+        watermark(&a, room),
+        Some(burst[7].id),
+        "the watermark stops at the newest message shown"
+    );
+    // Still unread: the next say refuses again.
+    assert_eq!(say(&env, &a, room, &[], "answer").await.code, 2);
+    assert_eq!(watermark(&a, room), Some(burst[11].id));
+    let room_s = room.to_string();
+    // `hoop read` with nothing unread shows the newest as context.
+    let out = hoop(&env, &["read", "--home", "bolt", "--room", &room_s], None).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.contains("nothing unread"), "{}", out.stdout);
+    // Older history with --before, own messages marked.
+    let before = burst[0].id.to_string();
+    let out = hoop(
+        &env,
+        &[
+            "read", "--home", "bolt", "--room", &room_s, "--before", &before,
+        ],
+        None,
+    )
+    .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.contains("(you): seen"), "{}", out.stdout);
+    assert!(out.stdout.contains(": one"), "{}", out.stdout);
+    assert_eq!(say(&env, &a, room, &[], "answer").await.code, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hoop_read_shows_the_unread_and_moves_the_watermark_over_them_only() {
+    let env = Env::start().await;
+    let (a, ann, room) = setup(&env).await;
+    env.post_as(room, ann.id, "one").await;
+    assert_eq!(say(&env, &a, room, &["--anyway"], "seen").await.code, 0);
+    let mut burst = vec![];
+    for i in 0..15 {
+        burst.push(env.post_as(room, ann.id, &format!("burst {i}")).await);
+    }
+    let room_s = room.to_string();
+    let out = hoop(&env, &["read", "--home", "bolt", "--room", &room_s], None).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout.contains("12 unread message(s), oldest first"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("3 more unread after these"),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(watermark(&a, room), Some(burst[11].id));
+    let out = hoop(&env, &["read", "--home", "bolt", "--room", &room_s], None).await;
+    assert!(out.stdout.contains("3 unread message(s)"), "{}", out.stdout);
+    assert_eq!(watermark(&a, room), Some(burst[14].id));
+    assert_eq!(say(&env, &a, room, &[], "answer").await.code, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_backend_is_retried_then_says_nothing_was_sent() {
+    let env = Env::start().await;
+    let (a, _ann, room) = setup(&env).await;
+    // Point the home at a port nobody listens on.
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = dead.local_addr().unwrap().port();
+    drop(dead);
+    let cfg_path = a.home.config_path();
+    let mut cfg: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&cfg_path).unwrap()).unwrap();
+    cfg["base_url"] = format!("http://127.0.0.1:{port}").into();
+    std::fs::write(&cfg_path, cfg.to_string()).unwrap();
+    let out = say(&env, &a, room, &[], "hello").await;
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    assert!(out.stderr.contains("NOTHING WAS SENT"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("backend unreachable; trying again"),
+        "retried before giving up: {}",
+        out.stderr
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

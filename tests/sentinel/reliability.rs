@@ -2,30 +2,68 @@
 //! comes back, paging after downtime, garbage CLI output. Every wait is
 //! bounded (see `harness::WAIT`).
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use crate::harness::*;
 use hoop_api::admin::CreateUser;
-use hoop_api::types::Message;
+use hoop_api::types::{Message, MessageKind};
 use hoop_standin::Reply;
+use hoop_standin::work::answered_ids;
 
-/// No two agent replies without a human message between them (a double
-/// answer), and the newest message is the agent's (nothing left unanswered).
+/// Per message id: every message a person posted is named by exactly one
+/// answer of the agent (the stand-in's `answer to …` names the ids it was
+/// given as work or was shown), and no answer names anything else. Failure
+/// notes and status broadcasts are not answers.
 fn assert_each_answered_once(w: &World, msgs: &[Message]) {
-    let mut last_was_agent = false;
-    for m in msgs {
-        let agent = m.sender_id == w.agent.id;
-        assert!(
-            !(agent && last_was_agent),
-            "answered twice around message {}: {:#?}",
-            m.id,
-            msgs.iter()
-                .map(|m| (m.id, m.sender_id, &m.body))
-                .collect::<Vec<_>>()
-        );
-        last_was_agent = agent;
+    let people: BTreeSet<i64> = msgs
+        .iter()
+        .filter(|m| m.sender_id != w.agent.id && m.kind == MessageKind::Text)
+        .map(|m| m.id)
+        .collect();
+    let mut named: BTreeMap<i64, Vec<i64>> = BTreeMap::new();
+    for m in msgs.iter().filter(|m| {
+        m.sender_id == w.agent.id && matches!(m.kind, MessageKind::Text | MessageKind::Image)
+    }) {
+        for id in answered_ids(&m.body) {
+            named.entry(id).or_default().push(m.id);
+        }
     }
-    assert!(last_was_agent, "the newest human message is unanswered");
+    let room = || {
+        msgs.iter()
+            .map(|m| (m.id, m.sender_id, m.kind, m.body.as_str()))
+            .collect::<Vec<_>>()
+    };
+    for id in &people {
+        let answers = named.get(id).map_or(0, Vec::len);
+        assert_eq!(
+            answers,
+            1,
+            "message {id} answered {answers} time(s) (answers: {:?}); room: {:#?}",
+            named.get(id),
+            room()
+        );
+    }
+    for (id, by) in &named {
+        assert!(
+            people.contains(id),
+            "answers {by:?} name message {id}, which no person posted; room: {:#?}",
+            room()
+        );
+    }
+}
+
+/// Every message a person posted is answered (by id).
+async fn all_answered(w: &World) -> bool {
+    let msgs = w.messages().await;
+    let named: BTreeSet<i64> = msgs
+        .iter()
+        .filter(|m| m.sender_id == w.agent.id && m.kind == MessageKind::Text)
+        .flat_map(|m| answered_ids(&m.body))
+        .collect();
+    msgs.iter()
+        .filter(|m| m.sender_id != w.agent.id && m.kind == MessageKind::Text)
+        .all(|m| named.contains(&m.id))
 }
 
 /// A small deterministic generator; the seed is printed for reproduction.
@@ -43,7 +81,7 @@ impl Lcg {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_9_at_random_points_never_loses_or_doubles_a_message() {
     let w = World::new(Opts::default()).await;
-    w.standin.set_default(Reply::bash(w.say_cmd("ack"), "ok"));
+    w.standin.set_default(Reply::Work);
     let seed = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
@@ -62,13 +100,7 @@ async fn kill_9_at_random_points_never_loses_or_doubles_a_message() {
         d = w.spawn();
         d.ready().await;
     }
-    until("every question answered", || async {
-        w.messages()
-            .await
-            .last()
-            .is_some_and(|m| m.sender_id == w.agent.id)
-    })
-    .await;
+    until("every question answered", || all_answered(&w)).await;
     // Let any straggler (a second answer) show up before judging.
     tokio::time::sleep(Duration::from_secs(2)).await;
     let msgs = w.messages().await;
@@ -99,7 +131,7 @@ async fn backend_restarts_and_websocket_drops_lose_nothing() {
         ..Opts::default()
     })
     .await;
-    w.standin.set_default(Reply::bash(w.say_cmd("ack"), "ok"));
+    w.standin.set_default(Reply::Work);
     let mut d = w.spawn();
     d.ready().await;
     for k in 0..3 {
@@ -109,13 +141,7 @@ async fn backend_restarts_and_websocket_drops_lose_nothing() {
         // Posted at once: the socket may still be down, so the event may
         // never arrive; the reconnect's full pull or the alarm finds it.
         w.post(&format!("@bolt after restart {k}"), false).await;
-        until("the answer after a restart", || async {
-            w.messages()
-                .await
-                .last()
-                .is_some_and(|m| m.sender_id == w.agent.id)
-        })
-        .await;
+        until("the answer after a restart", || all_answered(&w)).await;
     }
     let msgs = w.messages().await;
     assert_each_answered_once(&w, &msgs);
@@ -282,4 +308,186 @@ async fn garbage_cli_output_fails_the_round_cleanly_and_it_is_retried() {
         1,
         "one failure posts no note; one answer"
     );
+}
+
+/// The chaos case: the backend goes away while the agent answers, every
+/// `hoop say` of the turn fails, the agent ends the turn in plain text and
+/// the CLI says the turn went fine. The cursor must not move past the
+/// unanswered message: once the backend is back, it is answered, once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_whose_replies_all_failed_is_offered_again_until_answered() {
+    let mut w = World::new(Opts {
+        timings: serde_json::json!({
+            "debounce_ms": 300,
+            "alarm_ms": 1500,
+            "turn_lock_retry_ms": 1_000,
+            "failure_backoff_ms": [500, 500, 500],
+            "ws_backoff_start_ms": 200,
+            "ws_backoff_max_ms": 1000,
+        }),
+        ..Opts::default()
+    })
+    .await;
+    w.standin.set_default(Reply::Work);
+    // The first turn's answer comes after a pause, in which the backend goes.
+    w.standin
+        .push(Reply::Work.delayed(Duration::from_millis(1500)));
+    let mut d = w.spawn();
+    d.ready().await;
+    let before = w.standin.request_count();
+    w.post("@bolt are you there", false).await;
+    until("the turn reached the model", || async {
+        w.standin.request_count() > before
+    })
+    .await;
+    w.stop_backend().await;
+    until("hoop say gave up: nothing was sent", || async {
+        w.standin
+            .requests()
+            .iter()
+            .any(|r| r.carries_tool_result() && r.last_user_text().contains("NOTHING WAS SENT"))
+    })
+    .await;
+    d.wait_log("🧠 turn finished").await;
+    w.start_backend().await;
+    until("the question answered after the backend came back", || {
+        all_answered(&w)
+    })
+    .await;
+    let msgs = w.messages().await;
+    assert_each_answered_once(&w, &msgs);
+    let log = d.log_text();
+    assert!(
+        log.contains("offered again"),
+        "the failed room is said in the log: {log}"
+    );
+    assert!(!log.contains("panicked"), "{log}");
+}
+
+/// Twenty messages land in a 1:1 room while a turn runs: `hoop say` shows
+/// the oldest of them and names `hoop read` for the rest; nothing that was
+/// never shown counts as handled. Every one is answered exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_of_twenty_during_a_turn_is_answered_message_by_message() {
+    let w = World::new(Opts::default()).await;
+    w.standin.set_default(Reply::Work);
+    w.standin.push(Reply::Work.delayed(Duration::from_secs(3)));
+    let mut d = w.spawn();
+    d.ready().await;
+    let before = w.standin.request_count();
+    w.post("@bolt first question", false).await;
+    until("the turn reached the model", || async {
+        w.standin.request_count() > before
+    })
+    .await;
+    for i in 0..20 {
+        w.post(&format!("burst {i}"), false).await;
+    }
+    until("every message answered", || all_answered(&w)).await;
+    d.wait_log("📌 cursor committed").await;
+    // Let a straggler (a second answer) show up before judging.
+    until("the cursor at the newest message", || async {
+        let newest = w.messages().await.last().map(|m| m.id);
+        w.cursor() == newest && newest.is_some()
+    })
+    .await;
+    let msgs = w.messages().await;
+    assert_each_answered_once(&w, &msgs);
+    let read = w.standin.requests().iter().any(|r| {
+        r.carries_tool_result()
+            && r.last_user_text()
+                .contains("unread message(s), oldest first")
+    });
+    assert!(read, "the agent read the rest with hoop read");
+}
+
+/// A room seen for the first time with 20 recent messages (more than one
+/// page): every one is answered, none silently skipped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_first_seen_room_is_read_back_to_the_backlog_limit() {
+    let w = World::new(Opts::default()).await;
+    w.standin.set_default(Reply::Work);
+    for i in 0..20 {
+        w.post(&format!("while you were away {i}"), false).await;
+    }
+    let mut d = w.spawn();
+    d.ready().await;
+    until("every message answered", || all_answered(&w)).await;
+    until("the cursor at the newest message", || async {
+        let newest = w.messages().await.last().map(|m| m.id);
+        w.cursor() == newest && newest.is_some()
+    })
+    .await;
+    let msgs = w.messages().await;
+    assert_each_answered_once(&w, &msgs);
+}
+
+/// One room whose messages cannot be read (the backend answers 500 for
+/// it) must not stall the others: the good room is answered, the bad one is
+/// logged once per cause and hour while rounds go on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_room_that_cannot_be_read_does_not_stall_the_others() {
+    let w = World::new(Opts {
+        timings: serde_json::json!({
+            "debounce_ms": 300,
+            "alarm_ms": 1000,
+            "turn_lock_retry_ms": 1_000,
+            "failure_backoff_ms": [200, 200, 200],
+            "ws_backoff_start_ms": 200,
+            "ws_backoff_max_ms": 1000,
+        }),
+        ..Opts::default()
+    })
+    .await;
+    w.standin.set_default(Reply::Work);
+    let bad = w
+        .admin
+        .create_conversation(&hoop_api::admin::CreateConversation {
+            title: "broken".into(),
+            is_workroom: false,
+            member_ids: vec![w.human.id, w.agent.id],
+        })
+        .await
+        .unwrap();
+    let broken = w
+        .admin
+        .post_as(
+            bad.id,
+            &hoop_api::admin::PostAs {
+                sender_id: w.human.id,
+                message: hoop_api::types::SendMessage {
+                    body: "unreadable".into(),
+                    force: true,
+                    ..Default::default()
+                },
+            },
+        )
+        .await
+        .unwrap();
+    // A body the backend can no longer decode: its page is a 500.
+    let st = std::process::Command::new("sqlite3")
+        .arg(&w.db)
+        .arg(format!(
+            "UPDATE messages SET body = CAST(x'ff' AS BLOB) WHERE id = {}",
+            broken.id
+        ))
+        .status()
+        .expect("the sqlite3 command line runs");
+    assert!(st.success());
+    let page = w.agent_client.messages(bad.id, 15, None).await;
+    assert!(page.is_err(), "the broken room is unreadable: {page:?}");
+    w.post("@bolt are you there", false).await;
+    let mut d = w.spawn();
+    d.ready().await;
+    until("the good room answered", || all_answered(&w)).await;
+    // Several rounds later the bad room is still logged only once.
+    d.wait_log_count("⏰ alarm", 3).await;
+    let log = d.log_text();
+    assert_eq!(
+        log.matches("room could not be read").count(),
+        1,
+        "logged once per cause and hour: {log}"
+    );
+    let msgs = w.messages().await;
+    assert_each_answered_once(&w, &msgs);
 }

@@ -2,18 +2,22 @@
 //! fires the alarm (a full pull even without an event, catching whatever the
 //! WebSocket missed), and runs rounds one at a time. A busy turn lock retries
 //! in 60 s; a failed turn waits out its backoff; a round that could not reach
-//! the backend waits for the next kick or alarm.
+//! the backend, and a room that could not be read, wait for the next kick or
+//! alarm ([`after_round`] decides, a pure function).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::time::{Instant, sleep_until};
 
 use super::Kick;
 use crate::agent::Agent;
+use crate::config::Timings;
+use crate::plan::RoomFailures;
 use crate::policy::Streak;
-use crate::round::{self, RoundCtx, RoundOutcome, Targets};
+use crate::round::{self, RoundCtx, RoundOutcome, RoundReport, Targets};
 use crate::state::{RoundResult, Status};
 
 fn add(t: &mut Targets, k: Kick) {
@@ -38,6 +42,43 @@ async fn collect_until(rx: &mut UnboundedReceiver<Kick>, t: &mut Targets, until:
     }
 }
 
+/// What the cycle does after a round with its targets.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Next {
+    /// Run again with these (merged into the pending targets) ...
+    pub retry: Targets,
+    /// ... but not before this much time has passed.
+    pub wait: Option<Duration>,
+    /// Kept aside until the next kick or alarm.
+    pub park: Targets,
+}
+
+/// The cycle's rule after a round: a busy turn lock retries every target
+/// after `turn_lock_retry`; a turn with a backoff retries every target after
+/// it; a round that could not be planned parks every target; rooms that
+/// could not be read are parked in every case.
+pub fn after_round(timings: &Timings, targets: Targets, report: &RoundReport) -> Next {
+    let mut next = Next {
+        park: report.failed_rooms.clone(),
+        ..Next::default()
+    };
+    match &report.outcome {
+        RoundOutcome::Quiet => {}
+        RoundOutcome::Busy => {
+            next.retry = targets;
+            next.wait = Some(timings.turn_lock_retry);
+        }
+        RoundOutcome::Turn { after, .. } => {
+            if let Some(b) = after.backoff {
+                next.retry = targets;
+                next.wait = Some(b);
+            }
+        }
+        RoundOutcome::Error(_) => next.park.merge(targets),
+    }
+    next
+}
+
 pub async fn run<A: Agent>(
     ctx: Arc<RoundCtx>,
     agent: Arc<tokio::sync::Mutex<A>>,
@@ -58,6 +99,7 @@ pub async fn run<A: Agent>(
     let mut not_before: Option<Instant> = None;
     let mut next_alarm = Instant::now() + timings.alarm;
     let mut streak = Streak::default();
+    let mut rooms = RoomFailures::default();
     loop {
         if pending.is_empty() {
             tokio::select! {
@@ -90,31 +132,145 @@ pub async fn run<A: Agent>(
         }
         let targets = std::mem::take(&mut pending);
         tracing::debug!(?targets, "round");
-        let outcome = round::run(&ctx, &agent, &targets, &mut streak).await;
-        match &outcome {
-            RoundOutcome::Quiet => {}
-            RoundOutcome::Busy => {
-                pending.merge(targets);
-                not_before = Some(Instant::now() + timings.turn_lock_retry);
+        let report = round::run(&ctx, &agent, &targets, &mut streak, &mut rooms).await;
+        let next = after_round(&timings, targets, &report);
+        if let Some(w) = next.wait {
+            if matches!(report.outcome, RoundOutcome::Turn { .. }) {
+                tracing::info!(
+                    secs = w.as_secs_f64(),
+                    "round will be retried after backoff"
+                );
             }
-            RoundOutcome::Turn { after, .. } => {
-                if let Some(b) = after.backoff {
-                    tracing::info!(
-                        secs = b.as_secs_f64(),
-                        "round will be retried after backoff"
-                    );
-                    pending.merge(targets);
-                    not_before = Some(Instant::now() + b);
-                }
-            }
-            RoundOutcome::Error(_) => parked.merge(targets),
+            not_before = Some(Instant::now() + w);
         }
+        pending.merge(next.retry);
+        parked.merge(next.park);
         status.ws_connected = ws_connected.load(Ordering::Relaxed);
         status.last_round_at = Some(hoop_core::clock::now_unix());
-        status.last_round_result = Some(RoundResult::of(&outcome));
+        status.last_round_result = Some(RoundResult::of(&report.outcome));
         status.consecutive_failures = streak.failures;
         if let Err(e) = status.save(&status_path) {
             tracing::debug!(error = %e, "status file not written");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::{AfterTurn, TurnClass};
+
+    fn t(all: bool, rooms: &[i64]) -> Targets {
+        Targets {
+            all,
+            conversations: rooms.iter().copied().collect(),
+        }
+    }
+
+    #[test]
+    fn after_round_table() {
+        let timings = Timings::default();
+        let turn = |backoff: Option<Duration>| RoundOutcome::Turn {
+            class: if backoff.is_some() {
+                TurnClass::Failed
+            } else {
+                TurnClass::Ok
+            },
+            after: AfterTurn {
+                commit: backoff.is_none(),
+                backoff,
+                post_failure_notice: false,
+                obituary_cause: None,
+            },
+        };
+        let b = Duration::from_secs(300);
+        // (outcome, failed rooms, want retry, want wait, want park, why)
+        type Case = (
+            RoundOutcome,
+            Targets,
+            Targets,
+            Option<Duration>,
+            Targets,
+            &'static str,
+        );
+        let cases: Vec<Case> = vec![
+            (
+                RoundOutcome::Quiet,
+                t(false, &[]),
+                t(false, &[]),
+                None,
+                t(false, &[]),
+                "quiet: nothing more",
+            ),
+            (
+                RoundOutcome::Busy,
+                t(false, &[]),
+                t(false, &[1, 2]),
+                Some(timings.turn_lock_retry),
+                t(false, &[]),
+                "busy lock: every target again after the retry delay",
+            ),
+            (
+                turn(Some(b)),
+                t(false, &[]),
+                t(false, &[1, 2]),
+                Some(b),
+                t(false, &[]),
+                "failed turn: every target again after its backoff",
+            ),
+            (
+                turn(None),
+                t(false, &[]),
+                t(false, &[]),
+                None,
+                t(false, &[]),
+                "good turn: done",
+            ),
+            (
+                RoundOutcome::Error("down".into()),
+                t(false, &[]),
+                t(false, &[]),
+                None,
+                t(false, &[1, 2]),
+                "not planned: parked until the next kick or alarm",
+            ),
+            (
+                turn(None),
+                t(false, &[2]),
+                t(false, &[]),
+                None,
+                t(false, &[2]),
+                "a room that could not be read is parked, the others went on",
+            ),
+            (
+                RoundOutcome::Busy,
+                t(false, &[2]),
+                t(false, &[1, 2]),
+                Some(timings.turn_lock_retry),
+                t(false, &[2]),
+                "busy and a failed room: both",
+            ),
+        ];
+        for (outcome, failed_rooms, retry, wait, park, why) in cases {
+            let report = RoundReport {
+                outcome,
+                failed_rooms,
+            };
+            let next = after_round(&timings, t(false, &[1, 2]), &report);
+            assert_eq!(next.retry, retry, "{why}");
+            assert_eq!(next.wait, wait, "{why}");
+            assert_eq!(next.park, park, "{why}");
+        }
+    }
+
+    #[test]
+    fn targets_merge_keeps_every_room_and_all() {
+        let mut a = t(false, &[1]);
+        a.merge(t(false, &[2]));
+        assert_eq!(a, t(false, &[1, 2]));
+        a.merge(t(true, &[]));
+        assert_eq!(a, t(true, &[1, 2]));
+        assert!(!a.is_empty());
+        assert!(t(false, &[]).is_empty());
     }
 }
