@@ -31,6 +31,12 @@ pub const KEY_BYTES: usize = 32;
 /// sends nothing, or a byte at a time, is closed instead of piling up.
 pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How long a request body may take to arrive, all of it: the largest body
+/// (160 MiB on `/mcp`) needs about 1.4 MB/s to make it, a body on loopback
+/// takes milliseconds, and a client that trickles its body cannot hold a
+/// connection for longer.
+pub const BODY_READ_TIMEOUT: Duration = Duration::from_secs(120);
+
 /// Most connections served at once: far above what the tests, the demo or a
 /// team's sentinels open, and far below the usual 1024 descriptors a
 /// process may hold, so a flood waits in the kernel's backlog instead of

@@ -6,7 +6,8 @@
 //!
 //! It is a product part others may run, so it is safe to run: it listens on
 //! loopback unless [`Config::allow_non_loopback`], closes connections that do
-//! not send their headers within [`Config::header_read_timeout`], serves at
+//! not send their headers within [`Config::header_read_timeout`] (or their
+//! body within [`Config::body_read_timeout`]), serves at
 //! most [`Config::max_connections`] at once, and enforces who may see and do
 //! what (card visibility and assignment, agents-only routes) in `store`.
 //!
@@ -47,7 +48,9 @@ mod ws;
 pub use clock::{Clock, ClockError};
 pub use store::key_hash;
 
-use constants::{ACCEPT_ERROR_PAUSE, HEADER_READ_TIMEOUT, MAX_CONNECTIONS, SHUTDOWN_GRACE};
+use constants::{
+    ACCEPT_ERROR_PAUSE, BODY_READ_TIMEOUT, HEADER_READ_TIMEOUT, MAX_CONNECTIONS, SHUTDOWN_GRACE,
+};
 
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -63,6 +66,9 @@ pub struct Config {
     /// A connection whose request headers have not all arrived within this
     /// is closed (an idle keep-alive connection too).
     pub header_read_timeout: Duration,
+    /// A request body that has not all arrived within this is answered 408
+    /// and its connection closed.
+    pub body_read_timeout: Duration,
     /// Most connections served at once; past it, new ones wait in the
     /// kernel's backlog instead of taking a file descriptor.
     pub max_connections: usize,
@@ -76,6 +82,7 @@ impl Default for Config {
             admin_token: None,
             allow_non_loopback: false,
             header_read_timeout: HEADER_READ_TIMEOUT,
+            body_read_timeout: BODY_READ_TIMEOUT,
             max_connections: MAX_CONNECTIONS,
         }
     }
@@ -118,6 +125,7 @@ pub(crate) struct App {
     pub(crate) agent_secret: Option<String>,
     pub(crate) admin_token: String,
     pub(crate) base_url: String,
+    pub(crate) body_read_timeout: Duration,
     pub(crate) shutdown: watch::Receiver<bool>,
 }
 
@@ -204,6 +212,7 @@ pub async fn spawn(addr: SocketAddr, cfg: Config) -> Result<Running, Error> {
         agent_secret: cfg.agent_secret.filter(|s| !s.is_empty()),
         admin_token: admin_token.clone(),
         base_url: format!("http://{local}"),
+        body_read_timeout: cfg.body_read_timeout,
         shutdown: rx.clone(),
     });
     let router = http::router(app);

@@ -1,6 +1,7 @@
 //! Connections over real sockets: a connection that never finishes its
 //! request headers is closed by the server, and such connections cannot pile
-//! up and keep others out; listening beyond loopback needs an explicit yes.
+//! up and keep others out; a body that stops arriving is answered 408;
+//! listening beyond loopback needs an explicit yes.
 
 use std::time::Duration;
 
@@ -62,6 +63,33 @@ async fn slow_header_connections_are_closed_and_do_not_keep_others_out() {
     // The server still serves.
     let r = srv.get(None, routes::ME).await;
     assert_eq!(r.status, 401);
+}
+
+#[tokio::test]
+async fn a_body_that_stops_arriving_is_answered_408_and_the_connection_closed() {
+    let srv = Srv::start_with(Config {
+        body_read_timeout: Duration::from_millis(300),
+        ..Config::default()
+    })
+    .await;
+    let bolt = srv.user("bolt", true).await;
+    let token = srv.login(&bolt).await;
+    let mut s = TcpStream::connect(srv.run.addr).await.unwrap();
+    // Headers in full, then 10 of the 100 bytes promised, then nothing.
+    let head = format!(
+        "POST {} HTTP/1.1\r\nHost: loopback\r\nAuthorization: Bearer {token}\r\n\
+         Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{{\"tokens_i",
+        routes::USAGE
+    );
+    s.write_all(head.as_bytes()).await.unwrap();
+    let mut resp = Vec::new();
+    tokio::time::timeout(WAIT, s.read_to_end(&mut resp))
+        .await
+        .expect("answered and closed in time")
+        .unwrap();
+    let text = String::from_utf8_lossy(&resp);
+    assert!(text.starts_with("HTTP/1.1 408"), "{text}");
+    assert!(text.contains("did not arrive"), "{text}");
 }
 
 #[tokio::test]
