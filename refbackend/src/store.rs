@@ -1400,3 +1400,64 @@ impl Store {
         Ok(bytes)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A database written before cards kept usage snapshots (and while
+    /// usage was a table of reports) opens, gains the columns, and reads.
+    #[test]
+    fn a_database_from_before_the_usage_snapshots_opens_and_reads() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.sqlite");
+        {
+            let old = Connection::open(&path).unwrap();
+            old.execute_batch(
+                "CREATE TABLE users (id INTEGER PRIMARY KEY AUTOINCREMENT, \
+                 email TEXT NOT NULL UNIQUE, username TEXT NOT NULL UNIQUE, nickname TEXT, \
+                 is_agent INTEGER NOT NULL, created_at INTEGER NOT NULL, last_beat_at INTEGER);
+                 CREATE TABLE cards (id INTEGER PRIMARY KEY AUTOINCREMENT, title TEXT NOT NULL, \
+                 status TEXT NOT NULL, assignee_id INTEGER REFERENCES users(id), \
+                 creator_id INTEGER REFERENCES users(id), parent_id INTEGER REFERENCES cards(id), \
+                 conversation_id INTEGER, error TEXT, lease_expires_at INTEGER, \
+                 created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL);
+                 CREATE TABLE usage_reports (id INTEGER PRIMARY KEY AUTOINCREMENT, \
+                 user_id INTEGER NOT NULL, card_id INTEGER, tokens_in INTEGER, \
+                 tokens_cached_in INTEGER, tokens_out INTEGER, created_at INTEGER NOT NULL);
+                 INSERT INTO users (email, username, is_agent, created_at) \
+                   VALUES ('bolt@example.test', 'bolt', 1, 1);
+                 INSERT INTO cards (title, status, assignee_id, created_at, updated_at) \
+                   VALUES ('old', 'working', 1, 1, 1);
+                 INSERT INTO usage_reports (user_id, card_id, tokens_in, created_at) \
+                   VALUES (1, 1, 9223372036854775807, 1), (1, 1, 9223372036854775807, 1);",
+            )
+            .unwrap();
+        }
+        let mut store = Store::open(Some(&path)).unwrap();
+        let card = store.card(1, 1).unwrap();
+        assert_eq!(card.title, "old");
+        assert_eq!(card.tokens_in, None, "the old reports are not summed");
+        assert_eq!(
+            store.list_cards(1, &CardFilter::default()).unwrap().len(),
+            1
+        );
+        let totals = store
+            .usage(
+                2,
+                1,
+                &UsageReport {
+                    card_id: None,
+                    tokens_in: Some(5),
+                    tokens_cached_in: None,
+                    tokens_out: None,
+                },
+            )
+            .unwrap();
+        assert_eq!(totals.tokens_in, Some(5));
+        drop(store);
+        // Opening again changes nothing.
+        let store = Store::open(Some(&path)).unwrap();
+        assert_eq!(store.card(1, 1).unwrap().title, "old");
+    }
+}
