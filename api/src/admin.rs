@@ -12,8 +12,8 @@ use thiserror::Error;
 
 use crate::routes::{self, admin as r};
 use crate::types::{
-    Card, Conversation, ConversationId, CreateCard, ErrorBody, Member, Message, SendMessage, User,
-    UserId,
+    Card, Conversation, ConversationId, CreateCard, ErrorBody, Member, Message, MessageId,
+    MessagePage, SendMessage, User, UserId,
 };
 
 // ---------------------------------------------------------------- wire types
@@ -265,6 +265,24 @@ impl AdminClient {
     ) -> Result<Message, AdminError> {
         self.post(&routes::fill(r::POST_AS, conversation), req)
             .await
+    }
+
+    /// A page of any conversation, newest first (`limit` is clamped by the
+    /// server; `before` pages back).
+    pub async fn read_messages(
+        &self,
+        conversation: ConversationId,
+        limit: u32,
+        before: Option<MessageId>,
+    ) -> Result<MessagePage, AdminError> {
+        let mut path = format!(
+            "{}?limit={limit}",
+            routes::fill(r::CONVERSATION_MESSAGES, conversation)
+        );
+        if let Some(b) = before {
+            path.push_str(&format!("&before={b}"));
+        }
+        self.call::<(), _>(reqwest::Method::GET, &path, None).await
     }
 
     pub async fn mint_mcp_key(&self, user_id: UserId) -> Result<MintedMcpKey, AdminError> {

@@ -411,8 +411,12 @@ impl Client {
             .await
     }
 
-    /// `POST /v1/workrooms/usage`. Unknown numbers stay `None` (sent as
-    /// null, never 0). The backend's echo of the report is not needed.
+    /// `POST /v1/workrooms/usage` with the account's CUMULATIVE totals (the
+    /// backend upserts one row per agent, `COALESCE(new, old)`, and a card's
+    /// cost is the difference of the totals at its start and end — so a
+    /// turn's own numbers here would be wrong). Unknown numbers stay `None`
+    /// (sent as null, never 0, and they keep what was stored). The
+    /// backend's answer (the stored totals) is not needed.
     pub async fn usage(&self, report: &UsageReport) -> Result<(), Error> {
         let body = serde_json::to_vec(report).map_err(|e| Error::Decode {
             what: "usage report",

@@ -59,6 +59,9 @@ pub mod admin {
     pub const CONVERSATION_MEMBERS: &str = "/v1/admin/conversations/{id}/members";
     /// Post a message as any user (bypasses nothing: the same gates apply).
     pub const POST_AS: &str = "/v1/admin/conversations/{id}/messages";
+    /// Read any conversation (GET, newest first, `?limit=&before=`): the same
+    /// path as [`POST_AS`], the operator's view needs no membership.
+    pub const CONVERSATION_MESSAGES: &str = POST_AS;
     /// Mint an MCP key for a user; only its SHA-256 is stored.
     pub const MCP_KEYS: &str = "/v1/admin/mcp-keys";
     /// Create a provisioning key.

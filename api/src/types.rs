@@ -138,6 +138,15 @@ pub struct SendImage {
 
 // ---------------------------------------------------------------- presence, usage
 
+/// `POST /v1/workrooms/heartbeat` body (`{}` or empty is a plain beat).
+/// Production accepts agents only, and a reported conversation must be one
+/// the account is a member of.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Default)]
+pub struct HeartbeatRequest {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conversation_id: Option<ConversationId>,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct HeartbeatResponse {
     pub next_beat_sec: u64,
@@ -151,8 +160,12 @@ pub struct Presence {
     pub present: bool,
 }
 
-/// `POST /v1/workrooms/usage`. A field not known is null, never 0; a negative
-/// number is treated by the backend as not reported.
+/// `POST /v1/workrooms/usage`: the account's CUMULATIVE totals, never a
+/// turn's own numbers. Production keeps one row per agent and upserts it
+/// field by field (`COALESCE(new, old)`): a null never overwrites, a negative
+/// is "not reported". A field not known is null, never 0. `card_id` is not
+/// part of that upsert (a card's cost comes from the snapshots taken at its
+/// start and end); backends ignore it.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Default)]
 pub struct UsageReport {
     #[serde(default)]
@@ -194,7 +207,9 @@ pub struct Card {
     pub error: Option<String>,
     /// Null until a renew opens a lease.
     pub lease_expires_at: Option<UnixSecs>,
-    /// Totals of the usage reports carrying this card's id; null when none.
+    /// What the card cost: its assignee's totals at its end (now, while it
+    /// works) minus those at its start (its claim); null when either is
+    /// unknown.
     pub tokens_in: Option<i64>,
     pub tokens_cached_in: Option<i64>,
     pub tokens_out: Option<i64>,

@@ -18,7 +18,7 @@ use hoop_api::types::WsEvent;
 
 use crate::App;
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{Admin, Id, JsonBody};
+use crate::extract::{Admin, Id, JsonBody, Q};
 use crate::rules;
 
 type S = State<Arc<App>>;
@@ -28,7 +28,7 @@ pub fn routes() -> Router<Arc<App>> {
         .route(r::USERS, get(list_users).post(create_user))
         .route(r::CONVERSATIONS, post(create_conversation))
         .route(r::CONVERSATION_MEMBERS, post(add_member))
-        .route(r::POST_AS, post(post_as))
+        .route(r::CONVERSATION_MESSAGES, get(read_room).post(post_as))
         .route(r::MCP_KEYS, post(mint_mcp_key))
         .route(r::PROVISION_KEYS, post(create_provision_key))
         .route(r::CARDS, post(create_card))
@@ -69,6 +69,16 @@ async fn add_member(
     JsonBody(req): JsonBody<AddMember>,
 ) -> ApiResult<Response> {
     Ok(axum::Json(app.store().add_member(conv, req.user_id)?).into_response())
+}
+
+/// The operator reads any room: the same page as a member's read.
+async fn read_room(
+    State(app): S,
+    _: Admin,
+    Id(conv): Id,
+    Q(q): Q<crate::http::PageQuery>,
+) -> ApiResult<Response> {
+    Ok(axum::Json(app.store().room_page(conv, q.limit(), q.before)?).into_response())
 }
 
 async fn post_as(
@@ -153,12 +163,9 @@ async fn advance_clock(
     _: Admin,
     JsonBody(req): JsonBody<ClockAdvance>,
 ) -> ApiResult<Response> {
-    if req.secs < 0 {
-        return Err(ApiError::bad_request("the clock only moves forward"));
-    }
-    app.clock.advance(req.secs);
-    Ok(axum::Json(ClockNow {
-        now: app.clock.now(),
-    })
-    .into_response())
+    let now = app
+        .clock
+        .try_advance(req.secs)
+        .map_err(|e| ApiError::bad_request(e.to_string()))?;
+    Ok(axum::Json(ClockNow { now }).into_response())
 }

@@ -25,6 +25,28 @@ pub const PROVISION_KEY_PREFIX: &str = "hoopprov_";
 /// guessed, and only their SHA-256 is stored.
 pub const KEY_BYTES: usize = 32;
 
+/// How long a connection may take to send a request's headers (and how long
+/// an idle keep-alive connection is kept): a client on loopback sends them in
+/// microseconds, so 10 s tolerates a stalled machine while a connection that
+/// sends nothing, or a byte at a time, is closed instead of piling up.
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long a request body may take to arrive, all of it: the largest body
+/// (160 MiB on `/mcp`) needs about 1.4 MB/s to make it, a body on loopback
+/// takes milliseconds, and a client that trickles its body cannot hold a
+/// connection for longer.
+pub const BODY_READ_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Most connections served at once: far above what the tests, the demo or a
+/// team's sentinels open, and far below the usual 1024 descriptors a
+/// process may hold, so a flood waits in the kernel's backlog instead of
+/// ending in "Too many open files".
+pub const MAX_CONNECTIONS: usize = 512;
+
+/// Pause after a failed accept (out of descriptors, …) before the next one,
+/// so the loop does not spin while the fault lasts.
+pub const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(100);
+
 /// How long shutdown waits for open connections before it stops waiting;
 /// WebSocket tasks close at once, so this only bounds a stuck request.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
@@ -32,3 +54,10 @@ pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 /// MCP protocol revision answered when the client names none (the current
 /// one at the time of writing; a client's own revision is echoed).
 pub const MCP_PROTOCOL_VERSION: &str = "2025-06-18";
+
+/// The latest "now" the server's clock may show: 9999-12-31T23:59:59Z, the
+/// last second a four-digit year can name. Every time derived from now (a
+/// JWT's expiry, a lease's end, a rate window) is now plus minutes, so with
+/// now bounded here none of those sums can come near `i64::MAX`, and every
+/// time still formats as an ordinary date.
+pub const CLOCK_MAX_UNIX: i64 = 253_402_300_799;

@@ -17,7 +17,9 @@ use crate::App;
 use crate::error::ApiError;
 use crate::jwt::{self, JwtError};
 
-/// Read the body; an over-cap body → 413 JSON.
+/// Read the body; an over-cap body → 413 JSON; a body that has not all
+/// arrived within the server's body timeout → 408 (and hyper closes the
+/// connection, whose body was not read to its end).
 pub async fn body_bytes(req: Request, state: &Arc<App>, cap: usize) -> Result<Bytes, ApiError> {
     // A declared length over the cap is refused before a byte is read.
     let declared = req
@@ -28,7 +30,17 @@ pub async fn body_bytes(req: Request, state: &Arc<App>, cap: usize) -> Result<By
     if declared.is_some_and(|n| n > cap as u64) {
         return Err(ApiError::too_large(cap));
     }
-    Bytes::from_request(req, state).await.map_err(|e| {
+    let limit = state.body_read_timeout;
+    let read = tokio::time::timeout(limit, Bytes::from_request(req, state))
+        .await
+        .map_err(|_| {
+            ApiError::new(
+                StatusCode::REQUEST_TIMEOUT,
+                hoop_api::types::codes::BAD_REQUEST,
+                format!("the request body did not arrive within {limit:?}"),
+            )
+        })?;
+    read.map_err(|e| {
         if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
             ApiError::too_large(cap)
         } else {

@@ -11,9 +11,9 @@ use axum::routing::{get, post};
 use hoop_api::admin::AdminCreateCard;
 use hoop_api::routes as r;
 use hoop_api::types::{
-    CardProgress, CardStatus, CreateCard, FinishCard, HeartbeatResponse, LoginRequest,
-    LoginResponse, Message, RedeemRequest, RegisterWindow, SendImage, SendMessage, UsageReport,
-    User, WsEvent, codes,
+    CardProgress, CardStatus, CreateCard, FinishCard, HeartbeatRequest, HeartbeatResponse,
+    LoginRequest, LoginResponse, Message, RedeemRequest, RegisterWindow, SendImage, SendMessage,
+    UsageReport, User, WsEvent, codes,
 };
 use hoop_core::limits;
 use serde::Deserialize;
@@ -141,10 +141,20 @@ async fn members(State(app): S, Caller(u): Caller, Id(id): Id) -> ApiResult<Resp
     Ok(axum::Json(app.store().members(u.id, id)?).into_response())
 }
 
+/// `?limit=&before=` of a message page.
 #[derive(Debug, Deserialize, Default)]
-struct PageQuery {
+pub(crate) struct PageQuery {
     limit: Option<u32>,
-    before: Option<i64>,
+    pub(crate) before: Option<i64>,
+}
+
+impl PageQuery {
+    /// The page size asked for, defaulted and clamped into `1..=PAGE_MAX`.
+    pub(crate) fn limit(&self) -> u32 {
+        self.limit
+            .unwrap_or(store::PAGE_DEFAULT)
+            .clamp(1, store::PAGE_MAX)
+    }
 }
 
 async fn read_messages(
@@ -153,11 +163,7 @@ async fn read_messages(
     Id(id): Id,
     Q(q): Q<PageQuery>,
 ) -> ApiResult<Response> {
-    let limit = q
-        .limit
-        .unwrap_or(store::PAGE_DEFAULT)
-        .clamp(1, store::PAGE_MAX);
-    Ok(axum::Json(app.store().messages(u.id, id, limit, q.before)?).into_response())
+    Ok(axum::Json(app.store().messages(u.id, id, q.limit(), q.before)?).into_response())
 }
 
 /// Send through the store and push `message.new` to every member.
@@ -220,8 +226,12 @@ async fn send_image(
 
 // ---------------------------------------------------------------- presence, usage
 
-pub(crate) fn beat(app: &App, user: i64) -> ApiResult<HeartbeatResponse> {
-    app.store().heartbeat(app.clock.now(), user)?;
+pub(crate) fn beat(
+    app: &App,
+    user: i64,
+    conversation: Option<i64>,
+) -> ApiResult<HeartbeatResponse> {
+    app.store().heartbeat(app.clock.now(), user, conversation)?;
     Ok(HeartbeatResponse {
         next_beat_sec: limits::NEXT_BEAT_SECS,
     })
@@ -230,9 +240,9 @@ pub(crate) fn beat(app: &App, user: i64) -> ApiResult<HeartbeatResponse> {
 async fn heartbeat(
     State(app): S,
     Caller(u): Caller,
-    OptJson(_): OptJson<serde_json::Value>,
+    OptJson(req): OptJson<HeartbeatRequest>,
 ) -> ApiResult<J<HeartbeatResponse>> {
-    beat(&app, u.id).map(axum::Json)
+    beat(&app, u.id, req.conversation_id).map(axum::Json)
 }
 
 async fn presence(State(app): S, Caller(_): Caller) -> ApiResult<Response> {
@@ -278,7 +288,7 @@ async fn list_cards(State(app): S, Caller(u): Caller, Q(q): Q<CardQuery>) -> Api
         parent_id: q.parent_id,
         conversation_id: q.conversation_id,
     };
-    Ok(axum::Json(app.store().list_cards(&f)?).into_response())
+    Ok(axum::Json(app.store().list_cards(u.id, &f)?).into_response())
 }
 
 async fn create_card(
@@ -295,8 +305,8 @@ async fn create_card(
     Ok((StatusCode::CREATED, axum::Json(card)).into_response())
 }
 
-async fn get_card(State(app): S, Caller(_): Caller, Id(id): Id) -> ApiResult<Response> {
-    Ok(axum::Json(app.store().card(id)?).into_response())
+async fn get_card(State(app): S, Caller(u): Caller, Id(id): Id) -> ApiResult<Response> {
+    Ok(axum::Json(app.store().card(u.id, id)?).into_response())
 }
 
 async fn claim(State(app): S, Caller(u): Caller, Id(id): Id) -> ApiResult<Response> {

@@ -4,6 +4,13 @@
 //! sentinel run against it; it reads every path from `hoop_api::routes` and
 //! applies the same send gates (`hoop_core::gates`) as the CLI.
 //!
+//! It is a product part others may run, so it is safe to run: it listens on
+//! loopback unless [`Config::allow_non_loopback`], closes connections that do
+//! not send their headers within [`Config::header_read_timeout`] (or their
+//! body within [`Config::body_read_timeout`]), serves at
+//! most [`Config::max_connections`] at once, and enforces who may see and do
+//! what (card visibility and assignment, agents-only routes) in `store`.
+//!
 //! ```no_run
 //! # async fn f() -> Result<(), hoop_refbackend::Error> {
 //! let running = hoop_refbackend::spawn(
@@ -20,8 +27,11 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
-use tokio::sync::watch;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
+use tokio::sync::{Semaphore, watch};
 
 mod admin;
 mod clock;
@@ -35,12 +45,14 @@ pub mod rules;
 mod store;
 mod ws;
 
-pub use clock::Clock;
+pub use clock::{Clock, ClockError};
 pub use store::key_hash;
 
-use constants::SHUTDOWN_GRACE;
+use constants::{
+    ACCEPT_ERROR_PAUSE, BODY_READ_TIMEOUT, HEADER_READ_TIMEOUT, MAX_CONNECTIONS, SHUTDOWN_GRACE,
+};
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Config {
     /// SQLite file; `None` keeps everything in memory.
     pub db: Option<PathBuf>,
@@ -48,6 +60,32 @@ pub struct Config {
     pub agent_secret: Option<String>,
     /// Bearer token of the admin surface; `None` → a random one.
     pub admin_token: Option<String>,
+    /// Listen on an address other than loopback. Off by default: the
+    /// reference backend is for tests, the demo and trials on one machine.
+    pub allow_non_loopback: bool,
+    /// A connection whose request headers have not all arrived within this
+    /// is closed (an idle keep-alive connection too).
+    pub header_read_timeout: Duration,
+    /// A request body that has not all arrived within this is answered 408
+    /// and its connection closed.
+    pub body_read_timeout: Duration,
+    /// Most connections served at once; past it, new ones wait in the
+    /// kernel's backlog instead of taking a file descriptor.
+    pub max_connections: usize,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            db: None,
+            agent_secret: None,
+            admin_token: None,
+            allow_non_loopback: false,
+            header_read_timeout: HEADER_READ_TIMEOUT,
+            body_read_timeout: BODY_READ_TIMEOUT,
+            max_connections: MAX_CONNECTIONS,
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -57,8 +95,25 @@ pub enum Error {
         addr: SocketAddr,
         source: std::io::Error,
     },
+    #[error(
+        "refusing to listen on {addr}: not a loopback address (the reference backend is \
+         meant for one machine; allow it explicitly to listen beyond loopback)"
+    )]
+    NotLoopback { addr: SocketAddr },
     #[error("cannot open the database: {0}")]
     Db(#[from] rusqlite::Error),
+}
+
+/// Whether the server may listen on `addr`: loopback always; any other
+/// address only when allowed (`Ok(true)` = allowed, and worth a warning).
+pub fn check_listen_addr(addr: SocketAddr, allow_non_loopback: bool) -> Result<bool, Error> {
+    if addr.ip().is_loopback() {
+        Ok(false)
+    } else if allow_non_loopback {
+        Ok(true)
+    } else {
+        Err(Error::NotLoopback { addr })
+    }
 }
 
 /// Shared state of one server.
@@ -70,6 +125,7 @@ pub(crate) struct App {
     pub(crate) agent_secret: Option<String>,
     pub(crate) admin_token: String,
     pub(crate) base_url: String,
+    pub(crate) body_read_timeout: Duration,
     pub(crate) shutdown: watch::Receiver<bool>,
 }
 
@@ -125,8 +181,16 @@ impl Running {
     }
 }
 
-/// Start a server on `addr` (port 0 = any free port).
+/// Start a server on `addr` (port 0 = any free port). Only a loopback
+/// address unless `cfg.allow_non_loopback`.
 pub async fn spawn(addr: SocketAddr, cfg: Config) -> Result<Running, Error> {
+    if check_listen_addr(addr, cfg.allow_non_loopback)? {
+        tracing::warn!(
+            %addr,
+            "the reference backend listens beyond loopback: anyone who reaches this address can \
+             try it; it has no TLS"
+        );
+    }
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|source| Error::Bind { addr, source })?;
@@ -148,18 +212,15 @@ pub async fn spawn(addr: SocketAddr, cfg: Config) -> Result<Running, Error> {
         agent_secret: cfg.agent_secret.filter(|s| !s.is_empty()),
         admin_token: admin_token.clone(),
         base_url: format!("http://{local}"),
+        body_read_timeout: cfg.body_read_timeout,
         shutdown: rx.clone(),
     });
     let router = http::router(app);
-    let mut stop = rx;
-    let task = tokio::spawn(async move {
-        let serve = axum::serve(listener, router).with_graceful_shutdown(async move {
-            let _ = stop.wait_for(|s| *s).await;
-        });
-        if let Err(e) = serve.await {
-            tracing::error!(error = %e, "reference backend stopped");
-        }
-    });
+    let limits = ConnLimits {
+        header_read_timeout: cfg.header_read_timeout,
+        max_connections: cfg.max_connections.max(1),
+    };
+    let task = tokio::spawn(serve(listener, router, limits, rx));
     tracing::info!(addr = %local, "reference backend listening");
     Ok(Running {
         addr: local,
@@ -168,4 +229,108 @@ pub async fn spawn(addr: SocketAddr, cfg: Config) -> Result<Running, Error> {
         shutdown: tx,
         task,
     })
+}
+
+#[derive(Debug, Clone, Copy)]
+struct ConnLimits {
+    header_read_timeout: Duration,
+    max_connections: usize,
+}
+
+/// The accept loop: HTTP/1.1 with upgrades (WebSocket), a header-read
+/// timeout on every connection, at most `max_connections` served at once.
+/// On stop: no more accepts, each connection finishes its request and
+/// closes, then the loop returns.
+async fn serve(
+    listener: tokio::net::TcpListener,
+    router: axum::Router,
+    limits: ConnLimits,
+    mut stop: watch::Receiver<bool>,
+) {
+    let slots = Arc::new(Semaphore::new(limits.max_connections));
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_read_timeout);
+    loop {
+        // A free slot first: at the cap, connections wait in the kernel's
+        // backlog rather than holding descriptors here.
+        let permit = tokio::select! {
+            p = slots.clone().acquire_owned() => match p {
+                Ok(p) => p,
+                Err(_) => break,
+            },
+            _ = stop.wait_for(|s| *s) => break,
+        };
+        let accepted = tokio::select! {
+            r = listener.accept() => r,
+            _ = stop.wait_for(|s| *s) => break,
+        };
+        let (stream, peer) = match accepted {
+            Ok(a) => a,
+            Err(e) => {
+                // Out of descriptors or a similar passing fault: pause rather
+                // than spin, then try again.
+                tracing::warn!(error = %e, "accept failed");
+                tokio::select! {
+                    _ = tokio::time::sleep(ACCEPT_ERROR_PAUSE) => continue,
+                    _ = stop.wait_for(|s| *s) => break,
+                }
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let conn = builder
+            .serve_connection(
+                TokioIo::new(stream),
+                TowerToHyperService::new(router.clone()),
+            )
+            .with_upgrades();
+        let mut stop = stop.clone();
+        tokio::spawn(async move {
+            let _permit = permit;
+            tokio::pin!(conn);
+            let done = tokio::select! {
+                r = conn.as_mut() => Some(r),
+                _ = stop.wait_for(|s| *s) => None,
+            };
+            let result = match done {
+                Some(r) => r,
+                None => {
+                    conn.as_mut().graceful_shutdown();
+                    conn.await
+                }
+            };
+            if let Err(e) = result {
+                tracing::debug!(%peer, error = %e, "connection closed");
+            }
+        });
+    }
+    // Every connection lets go of its slot when it is done.
+    let all = u32::try_from(limits.max_connections).unwrap_or(u32::MAX);
+    let _ = slots.acquire_many(all).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn listen_addresses() {
+        let cases: &[(&str, bool, Option<bool>)] = &[
+            ("127.0.0.1:0", false, Some(false)),
+            ("127.0.0.2:8080", false, Some(false)),
+            ("[::1]:0", false, Some(false)),
+            ("127.0.0.1:0", true, Some(false)),
+            ("0.0.0.0:0", false, None),
+            ("[::]:0", false, None),
+            ("192.168.1.20:8080", false, None),
+            ("0.0.0.0:0", true, Some(true)),
+            ("192.168.1.20:8080", true, Some(true)),
+        ];
+        for (addr, allow, want) in cases {
+            let addr: SocketAddr = addr.parse().unwrap();
+            let got = check_listen_addr(addr, *allow).ok();
+            assert_eq!(got, *want, "{addr} allow={allow}");
+        }
+    }
 }

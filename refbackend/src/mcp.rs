@@ -280,10 +280,10 @@ fn call_tool(app: &App, user: &User, name: &str, a: Value) -> ApiResult<Value> {
                 ..CardFilter::default()
             };
             to_value(WorkTasks {
-                cards: app.store().list_cards(&f)?,
+                cards: app.store().list_cards(user.id, &f)?,
             })
         }
-        t::WORK_BEAT => to_value(crate::http::beat(app, user.id)?),
+        t::WORK_BEAT => to_value(crate::http::beat(app, user.id, None)?),
         t::WORK_TASK_START => {
             let a: WorkTaskStartArgs = args(a)?;
             let mut store = app.store();
@@ -299,8 +299,10 @@ fn call_tool(app: &App, user: &User, name: &str, a: Value) -> ApiResult<Value> {
                             status: Some(hoop_api::types::CardStatus::Working),
                             ..CardFilter::default()
                         };
-                        if let Some(c) =
-                            store.list_cards(&f)?.iter().find(|c| c.parent_id.is_none())
+                        if let Some(c) = store
+                            .list_cards(user.id, &f)?
+                            .iter()
+                            .find(|c| c.parent_id.is_none())
                         {
                             return Err(ApiError::conflict(
                                 hoop_api::types::codes::ALREADY_WORKING,

@@ -1,5 +1,5 @@
 //! The backend's decisions as plain functions over data: rate windows, card
-//! transitions and leases, usage normalisation, presence, window assignment,
+//! transitions and leases, the usage upsert and card costs, presence, window assignment,
 //! mention filtering. The store calls these inside its transactions; the
 //! tables below pin each rule.
 
@@ -25,6 +25,22 @@ pub fn rate_check(log: &mut VecDeque<i64>, now: i64, limit: u32) -> Result<(), u
 /// A reported token count: negative means "not reported" (production).
 pub fn normalize_usage(v: Option<i64>) -> Option<i64> {
     v.filter(|n| *n >= 0)
+}
+
+/// The per-agent usage upsert of one number (production's
+/// `COALESCE(new, old)` with negatives as "not reported"): a reported value
+/// replaces the stored one; a null or negative one keeps it.
+pub fn upsert_usage(stored: Option<i64>, reported: Option<i64>) -> Option<i64> {
+    normalize_usage(reported).or(stored)
+}
+
+/// What a card cost in one of the three numbers: its end snapshot minus its
+/// start snapshot (production keeps both snapshots, never a sum of reports).
+/// Unknown when either snapshot is unknown, and when the end is below the
+/// start (the account's totals went back: nothing honest can be said).
+pub fn card_cost(start: Option<i64>, end: Option<i64>) -> Option<i64> {
+    let (start, end) = (start?, end?);
+    end.checked_sub(start).filter(|d| *d >= 0)
 }
 
 /// Why a card transition is refused.
@@ -209,6 +225,48 @@ mod tests {
         assert_eq!(normalize_usage(None), None);
         assert_eq!(normalize_usage(Some(0)), Some(0));
         assert_eq!(normalize_usage(Some(12)), Some(12));
+    }
+
+    #[test]
+    fn usage_upsert_never_overwrites_with_null_or_negative() {
+        let cases: &[(Option<i64>, Option<i64>, Option<i64>)] = &[
+            (None, None, None),
+            (None, Some(5), Some(5)),
+            (Some(5), None, Some(5)),
+            (Some(5), Some(-1), Some(5)),
+            (None, Some(-1), None),
+            (Some(5), Some(0), Some(0)),
+            (Some(5), Some(3), Some(3)),
+            (Some(i64::MAX), Some(i64::MAX), Some(i64::MAX)),
+            (Some(i64::MAX), Some(i64::MIN), Some(i64::MAX)),
+        ];
+        for (stored, reported, want) in cases {
+            assert_eq!(
+                upsert_usage(*stored, *reported),
+                *want,
+                "{stored:?} ← {reported:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn card_cost_is_end_minus_start() {
+        let cases: &[(Option<i64>, Option<i64>, Option<i64>)] = &[
+            (Some(100), Some(250), Some(150)),
+            (Some(0), Some(0), Some(0)),
+            (Some(7), Some(7), Some(0)),
+            (None, Some(250), None),
+            (Some(100), None, None),
+            (None, None, None),
+            (Some(300), Some(250), None),
+            (Some(0), Some(i64::MAX), Some(i64::MAX)),
+            (Some(i64::MAX), Some(i64::MAX), Some(0)),
+            (Some(-1), Some(i64::MAX), None),
+            (Some(i64::MIN), Some(i64::MAX), None),
+        ];
+        for (start, end, want) in cases {
+            assert_eq!(card_cost(*start, *end), *want, "{start:?} → {end:?}");
+        }
     }
 
     type Case = (

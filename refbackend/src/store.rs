@@ -98,7 +98,13 @@ CREATE TABLE IF NOT EXISTS cards (
     error TEXT,
     lease_expires_at INTEGER,
     created_at INTEGER NOT NULL,
-    updated_at INTEGER NOT NULL
+    updated_at INTEGER NOT NULL,
+    start_tokens_in INTEGER,
+    start_tokens_cached_in INTEGER,
+    start_tokens_out INTEGER,
+    end_tokens_in INTEGER,
+    end_tokens_cached_in INTEGER,
+    end_tokens_out INTEGER
 );
 CREATE INDEX IF NOT EXISTS cards_by_parent ON cards (parent_id);
 CREATE TABLE IF NOT EXISTS card_notes (
@@ -108,14 +114,12 @@ CREATE TABLE IF NOT EXISTS card_notes (
     note TEXT NOT NULL,
     created_at INTEGER NOT NULL
 );
-CREATE TABLE IF NOT EXISTS usage_reports (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    user_id INTEGER NOT NULL REFERENCES users(id),
-    card_id INTEGER REFERENCES cards(id),
+CREATE TABLE IF NOT EXISTS agent_usage (
+    user_id INTEGER PRIMARY KEY REFERENCES users(id),
     tokens_in INTEGER,
     tokens_cached_in INTEGER,
     tokens_out INTEGER,
-    created_at INTEGER NOT NULL
+    updated_at INTEGER NOT NULL
 );
 CREATE TABLE IF NOT EXISTS windows (
     id TEXT PRIMARY KEY,
@@ -132,6 +136,33 @@ CREATE TABLE IF NOT EXISTS windows (
     last_sync_at INTEGER
 );
 ";
+
+/// Columns added to `cards` after its first version: a database written by
+/// an older server gets them on open (an old `usage_reports` table is left
+/// alone and never read again).
+const CARD_SNAPSHOT_COLUMNS: [&str; 6] = [
+    "start_tokens_in",
+    "start_tokens_cached_in",
+    "start_tokens_out",
+    "end_tokens_in",
+    "end_tokens_cached_in",
+    "end_tokens_out",
+];
+
+/// Add the columns [`SCHEMA`] has and an older database lacks.
+fn migrate(conn: &Connection) -> rusqlite::Result<()> {
+    let mut st = conn.prepare("SELECT name FROM pragma_table_info('cards')")?;
+    let have = st
+        .query_map([], |r| r.get::<_, String>(0))?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    drop(st);
+    for col in CARD_SNAPSHOT_COLUMNS {
+        if !have.iter().any(|h| h == col) {
+            conn.execute_batch(&format!("ALTER TABLE cards ADD COLUMN {col} INTEGER"))?;
+        }
+    }
+    Ok(())
+}
 
 /// SHA-256 hex of a key: the only form in which keys are stored.
 pub fn key_hash(key: &str) -> String {
@@ -249,12 +280,17 @@ fn message_row(r: &Row<'_>) -> rusqlite::Result<Message> {
     })
 }
 
+/// A card with its usage snapshots: the one taken at its start (claim) and,
+/// for a finished card, the one taken at its end; a working card's end is its
+/// assignee's totals now. The cost is computed by [`rules::card_cost`].
 const CARD_SELECT: &str = "SELECT c.id, c.title, c.status, c.assignee_id, c.parent_id, \
      c.conversation_id, c.error, c.lease_expires_at, \
-     (SELECT SUM(u.tokens_in) FROM usage_reports u WHERE u.card_id = c.id), \
-     (SELECT SUM(u.tokens_cached_in) FROM usage_reports u WHERE u.card_id = c.id), \
-     (SELECT SUM(u.tokens_out) FROM usage_reports u WHERE u.card_id = c.id), \
-     c.created_at, c.updated_at, c.creator_id FROM cards c";
+     c.start_tokens_in, c.start_tokens_cached_in, c.start_tokens_out, \
+     c.created_at, c.updated_at, c.creator_id, \
+     COALESCE(c.end_tokens_in, CASE WHEN c.status = 'working' THEN u.tokens_in END), \
+     COALESCE(c.end_tokens_cached_in, CASE WHEN c.status = 'working' THEN u.tokens_cached_in END), \
+     COALESCE(c.end_tokens_out, CASE WHEN c.status = 'working' THEN u.tokens_out END) \
+     FROM cards c LEFT JOIN agent_usage u ON u.user_id = c.assignee_id";
 
 /// A card plus who created it (for permission checks).
 struct CardRow {
@@ -264,6 +300,9 @@ struct CardRow {
 
 fn card_row(r: &Row<'_>) -> rusqlite::Result<CardRow> {
     let status: String = r.get(2)?;
+    let cost = |start: usize, end: usize| -> rusqlite::Result<Option<i64>> {
+        Ok(rules::card_cost(r.get(start)?, r.get(end)?))
+    };
     Ok(CardRow {
         card: Card {
             id: r.get(0)?,
@@ -274,9 +313,9 @@ fn card_row(r: &Row<'_>) -> rusqlite::Result<CardRow> {
             conversation_id: r.get(5)?,
             error: r.get(6)?,
             lease_expires_at: r.get(7)?,
-            tokens_in: r.get(8)?,
-            tokens_cached_in: r.get(9)?,
-            tokens_out: r.get(10)?,
+            tokens_in: cost(8, 14)?,
+            tokens_cached_in: cost(9, 15)?,
+            tokens_out: cost(10, 16)?,
             created_at: r.get(11)?,
             updated_at: r.get(12)?,
         },
@@ -404,16 +443,82 @@ fn load_card(c: &Connection, id: CardId) -> ApiResult<CardRow> {
         .ok_or_else(|| ApiError::not_found(format!("no card {id}")))
 }
 
-/// Only the assignee or the creator acts on a card.
-fn require_actor(row: &CardRow, caller: UserId) -> ApiResult<()> {
+/// Only the assignee or the creator acts on a card (`action` says how, for
+/// the refusal's text).
+fn require_actor(row: &CardRow, caller: UserId, action: &str) -> ApiResult<()> {
     if row.card.assignee_id == Some(caller) || row.creator_id == Some(caller) {
         Ok(())
     } else {
+        Err(ApiError::forbidden(format!(
+            "only the card's assignee or creator may {action}"
+        )))
+    }
+}
+
+/// Only agent accounts beat, report usage, work cards, hold MCP keys and are
+/// provisioned (production checks `is_agent` on each of these).
+fn require_agent(c: &Connection, user: UserId, what: &str) -> ApiResult<()> {
+    if load_user(c, user)?.is_some_and(|u| u.is_agent) {
+        Ok(())
+    } else {
+        Err(ApiError::forbidden(format!("only agent accounts {what}")))
+    }
+}
+
+/// A card's assignee must be an agent member of the card's room (an agent,
+/// when the card has no room). Every failure gets the same answer, so a
+/// refusal does not tell who is in a room (production merges them too).
+fn require_assignable(
+    c: &Connection,
+    assignee: UserId,
+    conv: Option<ConversationId>,
+) -> ApiResult<()> {
+    let agent = load_user(c, assignee)?.is_some_and(|u| u.is_agent);
+    let in_room = match conv {
+        Some(conv) => is_member(c, conv, assignee)?,
+        None => true,
+    };
+    if agent && in_room {
+        Ok(())
+    } else {
         Err(ApiError::forbidden(
-            "only the card's assignee or creator may change it",
+            "a card's assignee must be an agent member of the card's room",
         ))
     }
 }
+
+/// The cards `:viewer` may see: those assigned to them, those they created,
+/// and those of the rooms they are a member of. The one visibility rule of
+/// every card read.
+const CARD_VISIBLE: &str = "(c.assignee_id = :viewer OR c.creator_id = :viewer \
+     OR c.conversation_id IN (SELECT conversation_id FROM members WHERE user_id = :viewer))";
+
+/// A card `viewer` may see; any other is "no card" (404), so its existence
+/// is not told either.
+fn load_visible_card(c: &Connection, id: CardId, viewer: UserId) -> ApiResult<CardRow> {
+    c.query_row(
+        &format!("{CARD_SELECT} WHERE c.id = :id AND {CARD_VISIBLE}"),
+        rusqlite::named_params! {":id": id, ":viewer": viewer},
+        card_row,
+    )
+    .optional()?
+    .ok_or_else(|| ApiError::not_found(format!("no card {id}")))
+}
+
+/// The usage snapshot a card takes at its start (claim): its assignee's
+/// totals then (`?2` is the assignee).
+const START_SNAPSHOT: &str = "start_tokens_in = (SELECT tokens_in FROM agent_usage WHERE user_id = ?2), \
+     start_tokens_cached_in = (SELECT tokens_cached_in FROM agent_usage WHERE user_id = ?2), \
+     start_tokens_out = (SELECT tokens_out FROM agent_usage WHERE user_id = ?2)";
+
+/// The snapshot a card takes at its end: its assignee's totals then, for a
+/// card that was working (a card cancelled while queued never started).
+const END_SNAPSHOT: &str = "end_tokens_in = CASE WHEN status = 'working' THEN \
+       (SELECT u.tokens_in FROM agent_usage u WHERE u.user_id = cards.assignee_id) END, \
+     end_tokens_cached_in = CASE WHEN status = 'working' THEN \
+       (SELECT u.tokens_cached_in FROM agent_usage u WHERE u.user_id = cards.assignee_id) END, \
+     end_tokens_out = CASE WHEN status = 'working' THEN \
+       (SELECT u.tokens_out FROM agent_usage u WHERE u.user_id = cards.assignee_id) END";
 
 fn window_views(c: &Connection, user: UserId) -> ApiResult<Vec<WindowView>> {
     let mut st = c.prepare(
@@ -455,6 +560,7 @@ impl Store {
             None => Connection::open_in_memory()?,
         };
         conn.execute_batch(SCHEMA)?;
+        migrate(&conn)?;
         Ok(Store {
             conn,
             send_log: HashMap::new(),
@@ -589,6 +695,20 @@ impl Store {
         before: Option<MessageId>,
     ) -> ApiResult<MessagePage> {
         require_member(&self.conn, conv, caller)?;
+        self.room_page(conv, limit, before)
+    }
+
+    /// A page of `conv` without a membership check (the operator's read):
+    /// newest first, `limit` at least 1, `before` pages back.
+    pub fn room_page(
+        &self,
+        conv: ConversationId,
+        limit: u32,
+        before: Option<MessageId>,
+    ) -> ApiResult<MessagePage> {
+        if !conversation_exists(&self.conn, conv)? {
+            return Err(ApiError::not_found(format!("no conversation {conv}")));
+        }
         let limit = i64::from(limit.max(1));
         let mut st = self.conn.prepare(&format!(
             "{MESSAGE_SELECT} WHERE m.conversation_id = ?1 AND (?2 IS NULL OR m.id < ?2) \
@@ -714,6 +834,7 @@ impl Store {
         if load_user(&tx, user)?.is_none() {
             return Err(ApiError::not_found(format!("no user {user}")));
         }
+        require_agent(&tx, user, "can have MCP keys")?;
         let key = new_key(hoop_api::headers::MCP_KEY_PREFIX);
         tx.execute(
             "INSERT INTO mcp_keys (key_sha256, user_id, created_at) VALUES (?1, ?2, ?3)",
@@ -756,6 +877,7 @@ impl Store {
         if load_user(&tx, req.user_id)?.is_none() {
             return Err(ApiError::not_found(format!("no user {}", req.user_id)));
         }
+        require_agent(&tx, req.user_id, "are provisioned")?;
         if let Some(c) = req.conversation_id
             && !conversation_exists(&tx, c)?
         {
@@ -806,6 +928,7 @@ impl Store {
             params![now, hash],
         )?;
         let user = load_user(&tx, user_id)?.ok_or_else(ApiError::internal)?;
+        require_agent(&tx, user_id, "are provisioned")?;
         let (fixed_code, mcp_key, ready_line) = if kind == "reinforcement" {
             let key = new_key(hoop_api::headers::MCP_KEY_PREFIX);
             tx.execute(
@@ -852,7 +975,18 @@ impl Store {
 
     // ------------------------------------------------------------ presence, usage
 
-    pub fn heartbeat(&mut self, now: i64, user: UserId) -> ApiResult<()> {
+    /// Agents only; a reported conversation must be one the caller is a
+    /// member of (404 unknown, 403 `not_member`).
+    pub fn heartbeat(
+        &mut self,
+        now: i64,
+        user: UserId,
+        conversation: Option<ConversationId>,
+    ) -> ApiResult<()> {
+        require_agent(&self.conn, user, "send heartbeats")?;
+        if let Some(conv) = conversation {
+            require_member(&self.conn, conv, user)?;
+        }
         self.conn.execute(
             "UPDATE users SET last_beat_at = ?1 WHERE id = ?2",
             [now, user],
@@ -878,32 +1012,42 @@ impl Store {
         Ok(v)
     }
 
-    /// Store one usage report; negatives become "not reported" (null).
+    /// The per-agent usage upsert: each reported number (0 or more)
+    /// replaces the stored one, a null or negative one keeps it. Agents only.
+    /// Answers the account's totals after the upsert; `card_id` is ignored
+    /// (a card's cost comes from its snapshots).
     pub fn usage(&mut self, now: i64, user: UserId, req: &UsageReport) -> ApiResult<UsageReport> {
-        let report = UsageReport {
-            card_id: req.card_id,
-            tokens_in: rules::normalize_usage(req.tokens_in),
-            tokens_cached_in: rules::normalize_usage(req.tokens_cached_in),
-            tokens_out: rules::normalize_usage(req.tokens_out),
-        };
         let tx = self.conn.transaction()?;
-        if let Some(card) = report.card_id {
-            load_card(&tx, card)?;
-        }
+        require_agent(&tx, user, "report usage")?;
+        let stored: Option<(Option<i64>, Option<i64>, Option<i64>)> = tx
+            .query_row(
+                "SELECT tokens_in, tokens_cached_in, tokens_out FROM agent_usage WHERE user_id = ?1",
+                [user],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .optional()?;
+        let (old_in, old_cached, old_out) = stored.unwrap_or_default();
+        let totals = UsageReport {
+            card_id: None,
+            tokens_in: rules::upsert_usage(old_in, req.tokens_in),
+            tokens_cached_in: rules::upsert_usage(old_cached, req.tokens_cached_in),
+            tokens_out: rules::upsert_usage(old_out, req.tokens_out),
+        };
         tx.execute(
-            "INSERT INTO usage_reports (user_id, card_id, tokens_in, tokens_cached_in, \
-             tokens_out, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            "INSERT INTO agent_usage (user_id, tokens_in, tokens_cached_in, tokens_out, updated_at) \
+             VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (user_id) DO UPDATE SET \
+             tokens_in = excluded.tokens_in, tokens_cached_in = excluded.tokens_cached_in, \
+             tokens_out = excluded.tokens_out, updated_at = excluded.updated_at",
             params![
                 user,
-                report.card_id,
-                report.tokens_in,
-                report.tokens_cached_in,
-                report.tokens_out,
+                totals.tokens_in,
+                totals.tokens_cached_in,
+                totals.tokens_out,
                 now
             ],
         )?;
         tx.commit()?;
-        Ok(report)
+        Ok(totals)
     }
 
     // ------------------------------------------------------------ cards
@@ -929,8 +1073,20 @@ impl Store {
         {
             return Err(ApiError::not_found(format!("no conversation {conv}")));
         }
+        // A user creates cards only in rooms they are in; the operator
+        // (`creator` None) anywhere. Nobody assigns to a human or outside
+        // the card's room.
+        if let (Some(caller), Some(conv)) = (creator, c.conversation_id) {
+            require_member(&tx, conv, caller)?;
+        }
+        if let Some(a) = c.assignee_id {
+            require_assignable(&tx, a, c.conversation_id)?;
+        }
         if let Some(parent) = c.parent_id {
             let p = load_card(&tx, parent)?;
+            if let Some(caller) = creator {
+                require_actor(&p, caller, "add sub-cards to it")?;
+            }
             if !p.card.status.is_live() {
                 return Err(ApiError::conflict(
                     codes::INVALID_TRANSITION,
@@ -966,28 +1122,33 @@ impl Store {
         Ok(card)
     }
 
-    pub fn list_cards(&self, f: &CardFilter) -> ApiResult<Vec<Card>> {
+    /// The cards `viewer` may see that match `f`, newest first.
+    pub fn list_cards(&self, viewer: UserId, f: &CardFilter) -> ApiResult<Vec<Card>> {
         let mut st = self.conn.prepare(&format!(
-            "{CARD_SELECT} WHERE (?1 IS NULL OR c.assignee_id = ?1) \
-             AND (?2 IS NULL OR c.status = ?2) AND (?3 IS NULL OR c.parent_id = ?3) \
-             AND (?4 IS NULL OR c.conversation_id = ?4) ORDER BY c.id DESC"
+            "{CARD_SELECT} WHERE {CARD_VISIBLE} \
+             AND (:assignee IS NULL OR c.assignee_id = :assignee) \
+             AND (:status IS NULL OR c.status = :status) \
+             AND (:parent IS NULL OR c.parent_id = :parent) \
+             AND (:conv IS NULL OR c.conversation_id = :conv) ORDER BY c.id DESC"
         ))?;
         let v = st
             .query_map(
-                params![
-                    f.assignee_id,
-                    f.status.map(status_str),
-                    f.parent_id,
-                    f.conversation_id
-                ],
+                rusqlite::named_params! {
+                    ":viewer": viewer,
+                    ":assignee": f.assignee_id,
+                    ":status": f.status.map(status_str),
+                    ":parent": f.parent_id,
+                    ":conv": f.conversation_id,
+                },
                 |r| card_row(r).map(|c| c.card),
             )?
             .collect::<rusqlite::Result<Vec<_>>>()?;
         Ok(v)
     }
 
-    pub fn card(&self, id: CardId) -> ApiResult<Card> {
-        Ok(load_card(&self.conn, id)?.card)
+    /// One card, if `viewer` may see it (else 404).
+    pub fn card(&self, viewer: UserId, id: CardId) -> ApiResult<Card> {
+        Ok(load_visible_card(&self.conn, id, viewer)?.card)
     }
 
     /// queued → working. Never opens a lease. One top-level working card
@@ -995,8 +1156,14 @@ impl Store {
     pub fn claim(&mut self, now: i64, caller: UserId, id: CardId) -> ApiResult<Card> {
         let tx = self.conn.transaction()?;
         let row = load_card(&tx, id)?;
+        require_agent(&tx, caller, "work cards")?;
         if row.card.assignee_id.is_some() {
-            require_actor(&row, caller)?;
+            require_actor(&row, caller, "change it")?;
+        } else {
+            // The card becomes the claimer's: one who may see it and may be
+            // its assignee.
+            load_visible_card(&tx, id, caller)?;
+            require_assignable(&tx, caller, row.card.conversation_id)?;
         }
         let to = rules::claim(row.card.status).map_err(|r| refusal(r, "claim"))?;
         let assignee = row.card.assignee_id.unwrap_or(caller);
@@ -1017,7 +1184,10 @@ impl Store {
             }
         }
         tx.execute(
-            "UPDATE cards SET status = ?1, assignee_id = ?2, updated_at = ?3 WHERE id = ?4",
+            &format!(
+                "UPDATE cards SET status = ?1, assignee_id = ?2, updated_at = ?3, \
+                 {START_SNAPSHOT} WHERE id = ?4"
+            ),
             params![status_str(to), assignee, now, id],
         )?;
         let card = load_card(&tx, id)?.card;
@@ -1035,7 +1205,7 @@ impl Store {
     ) -> ApiResult<Card> {
         let tx = self.conn.transaction()?;
         let row = load_card(&tx, id)?;
-        require_actor(&row, caller)?;
+        require_actor(&row, caller, "change it")?;
         if row.card.status != CardStatus::Working {
             return Err(ApiError::conflict(
                 codes::NOT_WORKING,
@@ -1064,7 +1234,7 @@ impl Store {
     pub fn renew(&mut self, now: i64, caller: UserId, id: CardId) -> ApiResult<LeaseResponse> {
         let tx = self.conn.transaction()?;
         let row = load_card(&tx, id)?;
-        require_actor(&row, caller)?;
+        require_actor(&row, caller, "change it")?;
         let until = rules::renew(
             row.card.status,
             now,
@@ -1093,7 +1263,7 @@ impl Store {
     ) -> ApiResult<Card> {
         let tx = self.conn.transaction()?;
         let row = load_card(&tx, id)?;
-        require_actor(&row, caller)?;
+        require_actor(&row, caller, "change it")?;
         let to = rules::finish(row.card.status, req.status, req.error.as_deref())
             .map_err(|r| refusal(r, "this finish"))?;
         let error = if to == CardStatus::Failed {
@@ -1102,16 +1272,21 @@ impl Store {
             None
         };
         tx.execute(
-            "UPDATE cards SET status = ?1, error = ?2, lease_expires_at = NULL, updated_at = ?3 \
-             WHERE id = ?4",
+            &format!(
+                "UPDATE cards SET {END_SNAPSHOT}, status = ?1, error = ?2, \
+                 lease_expires_at = NULL, updated_at = ?3 WHERE id = ?4"
+            ),
             params![status_str(to), error, now, id],
         )?;
         tx.execute(
-            "WITH RECURSIVE d(id) AS ( \
-               SELECT id FROM cards WHERE parent_id = ?1 \
-               UNION SELECT c.id FROM cards c JOIN d ON c.parent_id = d.id) \
-             UPDATE cards SET status = 'cancelled', lease_expires_at = NULL, updated_at = ?2 \
-             WHERE id IN (SELECT id FROM d) AND status IN ('queued', 'working')",
+            &format!(
+                "WITH RECURSIVE d(id) AS ( \
+                   SELECT id FROM cards WHERE parent_id = ?1 \
+                   UNION SELECT c.id FROM cards c JOIN d ON c.parent_id = d.id) \
+                 UPDATE cards SET {END_SNAPSHOT}, status = 'cancelled', \
+                 lease_expires_at = NULL, updated_at = ?2 \
+                 WHERE id IN (SELECT id FROM d) AND status IN ('queued', 'working')"
+            ),
             params![id, now],
         )?;
         let card = load_card(&tx, id)?.card;
@@ -1223,5 +1398,66 @@ impl Store {
             return Err(ApiError::bad_request("the image is empty"));
         }
         Ok(bytes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A database written before cards kept usage snapshots (and while
+    /// usage was a table of reports) opens, gains the columns, and reads.
+    #[test]
+    fn a_database_from_before_the_usage_snapshots_opens_and_reads() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.sqlite");
+        {
+            let old = Connection::open(&path).unwrap();
+            old.execute_batch(
+                "CREATE TABLE users (id INTEGER PRIMARY KEY AUTOINCREMENT, \
+                 email TEXT NOT NULL UNIQUE, username TEXT NOT NULL UNIQUE, nickname TEXT, \
+                 is_agent INTEGER NOT NULL, created_at INTEGER NOT NULL, last_beat_at INTEGER);
+                 CREATE TABLE cards (id INTEGER PRIMARY KEY AUTOINCREMENT, title TEXT NOT NULL, \
+                 status TEXT NOT NULL, assignee_id INTEGER REFERENCES users(id), \
+                 creator_id INTEGER REFERENCES users(id), parent_id INTEGER REFERENCES cards(id), \
+                 conversation_id INTEGER, error TEXT, lease_expires_at INTEGER, \
+                 created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL);
+                 CREATE TABLE usage_reports (id INTEGER PRIMARY KEY AUTOINCREMENT, \
+                 user_id INTEGER NOT NULL, card_id INTEGER, tokens_in INTEGER, \
+                 tokens_cached_in INTEGER, tokens_out INTEGER, created_at INTEGER NOT NULL);
+                 INSERT INTO users (email, username, is_agent, created_at) \
+                   VALUES ('bolt@example.test', 'bolt', 1, 1);
+                 INSERT INTO cards (title, status, assignee_id, created_at, updated_at) \
+                   VALUES ('old', 'working', 1, 1, 1);
+                 INSERT INTO usage_reports (user_id, card_id, tokens_in, created_at) \
+                   VALUES (1, 1, 9223372036854775807, 1), (1, 1, 9223372036854775807, 1);",
+            )
+            .unwrap();
+        }
+        let mut store = Store::open(Some(&path)).unwrap();
+        let card = store.card(1, 1).unwrap();
+        assert_eq!(card.title, "old");
+        assert_eq!(card.tokens_in, None, "the old reports are not summed");
+        assert_eq!(
+            store.list_cards(1, &CardFilter::default()).unwrap().len(),
+            1
+        );
+        let totals = store
+            .usage(
+                2,
+                1,
+                &UsageReport {
+                    card_id: None,
+                    tokens_in: Some(5),
+                    tokens_cached_in: None,
+                    tokens_out: None,
+                },
+            )
+            .unwrap();
+        assert_eq!(totals.tokens_in, Some(5));
+        drop(store);
+        // Opening again changes nothing.
+        let store = Store::open(Some(&path)).unwrap();
+        assert_eq!(store.card(1, 1).unwrap().title, "old");
     }
 }

@@ -1,11 +1,16 @@
 //! `hoop backend …`: serve the reference backend, or drive a running one as
-//! its operator (create users and rooms, post as anyone, mint keys, create
-//! cards, push events, move its clock). Operator commands print JSON of what
-//! they created on stdout, one object per line.
+//! its operator (create users and rooms, read a room, post as anyone, mint
+//! keys, create cards, push events, move its clock). Operator commands print
+//! JSON of what they created on stdout, one object per line; `room read`
+//! prints the room as text lines unless `--json`.
+//!
+//! `serve` listens on loopback only, unless `--allow-non-loopback` says
+//! otherwise (then it warns on stderr).
 //!
 //! The admin token comes from `HOOP_ADMIN_TOKEN` or the token file that
 //! `serve` writes (mode 0600, never printed).
 
+use std::collections::HashMap;
 use std::io::Write as _;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -16,7 +21,7 @@ use hoop_api::admin::{
     AdminClient, AdminCreateCard, CreateConversation, CreateProvisionKey, CreateUser, PostAs,
     ProvisionKind, Push, PushEvent,
 };
-use hoop_api::types::{CreateCard, Mention, MessageKind, SendMessage};
+use hoop_api::types::{CreateCard, Mention, Message, MessageKind, MessagePage, SendMessage};
 use hoop_core::fsutil::{WriteOptions, write_atomic};
 
 /// Environment variable naming the backend an operator command talks to.
@@ -73,6 +78,11 @@ pub struct ServeArgs {
     /// `<HOOP_ROOT or ~/.hoop>/backend/admin.token`.
     #[arg(long)]
     pub admin_token_file: Option<PathBuf>,
+    /// Allow an --addr that is not loopback (0.0.0.0, a LAN address…). The
+    /// reference backend has no TLS and is meant for one machine: anyone who
+    /// reaches the address can try it.
+    #[arg(long)]
+    pub allow_non_loopback: bool,
 }
 
 /// How an operator command reaches the server.
@@ -131,6 +141,24 @@ pub enum RoomCmd {
         room: i64,
         #[arg(long)]
         user: String,
+    },
+    /// Read a conversation's newest messages (any room: no membership
+    /// needed), oldest first, one line each.
+    Read {
+        #[command(flatten)]
+        conn: Conn,
+        #[arg(long)]
+        room: i64,
+        /// How many messages (1–100).
+        #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=100))]
+        limit: u32,
+        /// Only messages older than this id (paging back).
+        #[arg(long)]
+        before: Option<i64>,
+        /// Print the page as one JSON line (newest first, as the server
+        /// answers it) instead of text.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -275,10 +303,21 @@ async fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
         Some(p) => p,
         None => default_token_file()?,
     };
+    if hoop_refbackend::check_listen_addr(a.addr, a.allow_non_loopback)? {
+        let mut err = std::io::stderr().lock();
+        writeln!(
+            err,
+            "warning: listening on {} (not loopback): anyone who reaches it can try to log in; \
+             there is no TLS",
+            a.addr
+        )?;
+    }
     let cfg = hoop_refbackend::Config {
         db: a.db,
         agent_secret,
         admin_token: None,
+        allow_non_loopback: a.allow_non_loopback,
+        ..hoop_refbackend::Config::default()
     };
     let running = hoop_refbackend::spawn(a.addr, cfg).await?;
     write_atomic(
@@ -394,6 +433,26 @@ async fn operate(cmd: Command) -> anyhow::Result<ExitCode> {
             let id = user_id(&c, &user).await?;
             print_json(serde_json::to_value(&c.add_member(room, id).await?)?)
         }
+        Command::Room(RoomCmd::Read {
+            conn,
+            room,
+            limit,
+            before,
+            json,
+        }) => {
+            let c = client(&conn)?;
+            let page = c.read_messages(room, limit, before).await?;
+            if json {
+                return print_json(serde_json::to_value(&page)?);
+            }
+            let users = c.list_users().await?;
+            let names: HashMap<i64, String> =
+                users.into_iter().map(|u| (u.id, u.username)).collect();
+            let mut out = std::io::stdout().lock();
+            out.write_all(render_page(&page, &names).as_bytes())?;
+            out.flush()?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Post(a) => {
             let c = client(&a.conn)?;
             let sender_id = user_id(&c, &a.sender).await?;
@@ -507,5 +566,141 @@ async fn operate(cmd: Command) -> anyhow::Result<ExitCode> {
         Command::Clock(ClockCmd::Advance { conn, secs }) => print_json(serde_json::to_value(
             &client(&conn)?.advance_clock(secs).await?,
         )?),
+    }
+}
+
+/// A room page as text for a terminal: oldest first, one line per message
+/// (`#ID TIME SENDER [KIND] → MENTIONS: BODY`), a body's further lines
+/// indented under it, and a last line saying how to page back when older
+/// messages exist. Message text is someone else's input: control and
+/// bidirectional-override characters are shown escaped, never sent to the
+/// terminal.
+fn render_page(page: &MessagePage, names: &HashMap<i64, String>) -> String {
+    let mut out = String::new();
+    if page.messages.is_empty() {
+        out.push_str("(no messages)\n");
+    }
+    for m in page.messages.iter().rev() {
+        out.push_str(&render_message(m, names));
+    }
+    if page.has_more
+        && let Some(oldest) = page.messages.iter().map(|m| m.id).min()
+    {
+        out.push_str(&format!("(older messages exist: --before {oldest})\n"));
+    }
+    out
+}
+
+fn render_message(m: &Message, names: &HashMap<i64, String>) -> String {
+    let time = hoop_meter::timefmt::fmt_ts(m.created_at.saturating_mul(1000));
+    let mut head = format!("#{} {time} {}", m.id, terminal_safe(&m.sender_username));
+    if m.kind != MessageKind::Text {
+        let kind = serde_json::to_value(m.kind)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_else(|| "?".into());
+        head.push_str(&format!(" [{}]", terminal_safe(&kind)));
+    }
+    if !m.mentions.is_empty() {
+        let who: Vec<String> = m
+            .mentions
+            .iter()
+            .map(|x| match x {
+                Mention::User(id) => match names.get(id) {
+                    Some(n) => format!("@{}", terminal_safe(n)),
+                    None => format!("@{id}"),
+                },
+                other => match serde_json::to_value(other) {
+                    Ok(serde_json::Value::String(s)) => format!("@{}", terminal_safe(&s)),
+                    Ok(v) => terminal_safe(&v.to_string()),
+                    Err(_) => "@?".into(),
+                },
+            })
+            .collect();
+        head.push_str(&format!(" → {}", who.join(" ")));
+    }
+    let mut lines = m.body.split('\n');
+    let first = lines.next().unwrap_or("");
+    let mut text = format!("{head}: {}\n", terminal_safe(first));
+    for l in lines {
+        text.push_str(&format!("    {}\n", terminal_safe(l)));
+    }
+    text
+}
+
+/// `s` with every control character and every bidirectional formatting
+/// character written as an escape (`\u{1b}`, `\t`, `\u{202e}`), so text
+/// from a chat cannot move the cursor, recolour or reorder the terminal.
+fn terminal_safe(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        let bidi = matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+        if c.is_control() || bidi {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn msg(id: i64, sender: &str, body: &str) -> Message {
+        Message {
+            id,
+            conversation_id: 1,
+            sender_id: 7,
+            sender_username: sender.into(),
+            body: body.into(),
+            mentions: vec![],
+            kind: MessageKind::Text,
+            created_at: 1_800_000_000,
+        }
+    }
+
+    #[test]
+    fn terminal_safe_table() {
+        let cases = [
+            ("plain text", "plain text"),
+            ("tab\there", "tab\\there"),
+            ("\u{1b}[31mred", "\\u{1b}[31mred"),
+            ("cr\rover", "cr\\rover"),
+            ("bell\u{7}", "bell\\u{7}"),
+            ("c1\u{9b}2J", "c1\\u{9b}2J"),
+            ("abc\u{202e}fed", "abc\\u{202e}fed"),
+            ("iso\u{2066}x", "iso\\u{2066}x"),
+            ("emoji 🚀 and 中文", "emoji 🚀 and 中文"),
+        ];
+        for (raw, want) in cases {
+            assert_eq!(terminal_safe(raw), want, "{raw:?}");
+        }
+    }
+
+    #[test]
+    fn a_page_reads_oldest_first_with_kinds_mentions_and_paging() {
+        let mut status = msg(3, "bolt", "working on card 4");
+        status.kind = MessageKind::Status;
+        let mut asked = msg(2, "ann", "hi @bolt\nsecond line");
+        asked.mentions = vec![Mention::User(8), Mention::EVERYONE, Mention::User(99)];
+        let page = MessagePage {
+            messages: vec![status, asked],
+            has_more: true,
+        };
+        let names = HashMap::from([(8, "bolt".to_string())]);
+        assert_eq!(
+            render_page(&page, &names),
+            "#2 2027-01-15T08:00:00Z ann → @bolt @everyone @99: hi @bolt\n\
+             \x20   second line\n\
+             #3 2027-01-15T08:00:00Z bolt [status]: working on card 4\n\
+             (older messages exist: --before 2)\n"
+        );
+        let empty = MessagePage {
+            messages: vec![],
+            has_more: false,
+        };
+        assert_eq!(render_page(&empty, &names), "(no messages)\n");
     }
 }

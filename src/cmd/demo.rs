@@ -282,6 +282,16 @@ async fn demo(args: &Args, claude: &Path, found: &str) -> anyhow::Result<ExitCod
             creator_id: Some(ada.id),
         })
         .await?;
+    // The agent's home is new: its cumulative totals are zero, so the card's
+    // start snapshot is known and its cost shows once the turn reports.
+    agent_client
+        .usage(&hoop_api::types::UsageReport {
+            card_id: None,
+            tokens_in: Some(0),
+            tokens_cached_in: Some(0),
+            tokens_out: Some(0),
+        })
+        .await?;
     agent_client.claim_card(card.id).await?;
     tr.say(
         "demo",

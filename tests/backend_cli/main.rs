@@ -377,3 +377,175 @@ fn serve_and_operate_from_the_shell() {
     let token2 = std::fs::read_to_string(&token_file).unwrap();
     assert_ne!(token2.trim(), token, "a new token per start");
 }
+
+#[test]
+fn the_operator_reads_any_room_from_the_shell() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let srv = serve(&root, &dir.path().join("backend.sqlite"));
+    op_json(
+        &srv,
+        &root,
+        &[
+            "user",
+            "add",
+            "--email",
+            "ann@example.test",
+            "--username",
+            "ann",
+        ],
+    );
+    op_json(
+        &srv,
+        &root,
+        &[
+            "user",
+            "add",
+            "--email",
+            "bolt@example.test",
+            "--username",
+            "bolt",
+            "--agent",
+        ],
+    );
+    let room = op_json(
+        &srv,
+        &root,
+        &[
+            "room", "add", "--title", "ops", "--member", "ann", "--member", "bolt",
+        ],
+    );
+    let room_id = room["id"].as_i64().unwrap().to_string();
+    let empty = op(&srv, &root, &["room", "read", "--room", &room_id]);
+    assert!(empty.status.success());
+    assert_eq!(String::from_utf8_lossy(&empty.stdout), "(no messages)\n");
+    let mut ids = Vec::new();
+    for (who, text) in [
+        ("ann", "first"),
+        ("bolt", "second\nwith a second line"),
+        ("ann", "third \u{1b}[2J clears nothing"),
+    ] {
+        let mut args = vec!["post", "--as", who, "--room", &room_id];
+        if who == "ann" {
+            args.extend(["--mention", "bolt"]);
+        }
+        args.push(text);
+        ids.push(op_json(&srv, &root, &args)["id"].as_i64().unwrap());
+    }
+
+    // Text: oldest first, one line each, control characters escaped.
+    let out = op(
+        &srv,
+        &root,
+        &["room", "read", "--room", &room_id, "--limit", "2"],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 4, "{text}");
+    assert!(
+        lines[0].starts_with(&format!("#{} ", ids[1])) && lines[0].ends_with(" bolt: second"),
+        "{text}"
+    );
+    assert_eq!(lines[1], "    with a second line");
+    assert!(
+        lines[2].starts_with(&format!("#{} ", ids[2]))
+            && lines[2].ends_with(" ann → @bolt: third \\u{1b}[2J clears nothing"),
+        "{text}"
+    );
+    assert!(
+        !text.contains('\u{1b}'),
+        "no raw escape reaches the terminal"
+    );
+    assert_eq!(
+        lines[3],
+        format!("(older messages exist: --before {})", ids[1])
+    );
+
+    // --json: the page as the server answers it (newest first), one line.
+    let page = op_json(
+        &srv,
+        &root,
+        &[
+            "room",
+            "read",
+            "--room",
+            &room_id,
+            "--json",
+            "--before",
+            &ids[1].to_string(),
+        ],
+    );
+    assert_eq!(page["has_more"], false);
+    let got: Vec<i64> = page["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(got, vec![ids[0]]);
+
+    // Bad input: an unknown room, a limit out of range.
+    let out = op(&srv, &root, &["room", "read", "--room", "999"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("404"));
+    let out = op(
+        &srv,
+        &root,
+        &["room", "read", "--room", &room_id, "--limit", "0"],
+    );
+    assert!(!out.status.success());
+}
+
+#[test]
+fn serve_listens_beyond_loopback_only_when_told_and_then_warns() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    let refused = hoop()
+        .args(["backend", "serve", "--addr", "0.0.0.0:0"])
+        .env("HOOP_ROOT", &root)
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    assert!(refused.stdout.is_empty(), "nothing listens");
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(err.contains("not a loopback address"), "{err}");
+
+    let stderr_path = root.join("serve.stderr");
+    let mut child = hoop()
+        .args([
+            "backend",
+            "serve",
+            "--addr",
+            "0.0.0.0:0",
+            "--allow-non-loopback",
+        ])
+        .env("HOOP_ROOT", &root)
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&stderr_path).unwrap())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut lines = BufReader::new(stdout).lines();
+        if let Some(Ok(first)) = lines.next() {
+            let _ = tx.send(first);
+        }
+        for _ in lines {}
+    });
+    let first = rx.recv_timeout(WAIT).expect("a first stdout line in time");
+    let srv = Server {
+        child,
+        url: first.replace("listening on ", ""),
+        stderr_path,
+    };
+    assert!(srv.url.starts_with("http://0.0.0.0:"), "{first}");
+    let err = std::fs::read_to_string(&srv.stderr_path).unwrap();
+    assert!(err.contains("warning: listening on 0.0.0.0"), "{err}");
+}

@@ -29,10 +29,23 @@ async fn a_heartbeat_answers_next_beat_and_presence_lapses_after_three_minutes()
     assert!(!present(&a.client.presence().await.unwrap()));
 }
 
+/// Through the client: the account's cumulative totals are upserted (a null
+/// or a negative never overwrites), and a card's cost is its end snapshot
+/// minus its start snapshot.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn usage_unknown_is_null_never_zero_and_negatives_are_not_reported() {
+async fn usage_is_a_cumulative_upsert_and_a_card_costs_end_minus_start() {
     let env = Env::start().await;
     let a = env.agent("bolt").await;
+    let report = |i: Option<i64>, c: Option<i64>, o: Option<i64>| UsageReport {
+        card_id: None,
+        tokens_in: i,
+        tokens_cached_in: c,
+        tokens_out: o,
+    };
+    a.client
+        .usage(&report(Some(1000), None, Some(-5)))
+        .await
+        .unwrap();
     let card = env
         .admin
         .create_card(&AdminCreateCard {
@@ -45,42 +58,42 @@ async fn usage_unknown_is_null_never_zero_and_negatives_are_not_reported() {
         })
         .await
         .unwrap();
+    let cost = |c: &hoop_api::types::Card| (c.tokens_in, c.tokens_cached_in, c.tokens_out);
     let fresh = a.client.card(card.id).await.unwrap();
-    assert_eq!(
-        (fresh.tokens_in, fresh.tokens_cached_in, fresh.tokens_out),
-        (None, None, None),
-        "no report yet: null, not 0"
-    );
+    assert_eq!(cost(&fresh), (None, None, None), "queued: null, not 0");
+    a.client.claim_card(card.id).await.unwrap();
+    // Starts at (1000, unknown, unknown): only tokens_in has a start.
     a.client
-        .usage(&UsageReport {
-            card_id: Some(card.id),
-            tokens_in: Some(120),
-            tokens_cached_in: None,
-            tokens_out: Some(-5),
-        })
+        .usage(&report(Some(1120), Some(30), None))
         .await
         .unwrap();
     let c = a.client.card(card.id).await.unwrap();
-    assert_eq!(
-        (c.tokens_in, c.tokens_cached_in, c.tokens_out),
-        (Some(120), None, None)
-    );
+    assert_eq!(cost(&c), (Some(120), None, None));
+    // A null and a negative keep the stored totals.
+    a.client.usage(&report(None, Some(-1), None)).await.unwrap();
+    let c = a.client.card(card.id).await.unwrap();
+    assert_eq!(cost(&c), (Some(120), None, None));
     a.client
-        .usage(&UsageReport {
-            card_id: Some(card.id),
-            tokens_in: Some(30),
-            tokens_cached_in: Some(1000),
-            tokens_out: Some(7),
-        })
+        .usage(&report(Some(1150), Some(1030), Some(7)))
+        .await
+        .unwrap();
+    a.client
+        .finish_card(
+            card.id,
+            &hoop_api::types::FinishCard {
+                status: hoop_api::types::CardStatus::Done,
+                error: None,
+            },
+        )
+        .await
+        .unwrap();
+    // Reports after the end do not move a finished card.
+    a.client
+        .usage(&report(Some(9999), Some(9999), Some(9999)))
         .await
         .unwrap();
     let c = a.client.card(card.id).await.unwrap();
-    assert_eq!(
-        (c.tokens_in, c.tokens_cached_in, c.tokens_out),
-        (Some(150), Some(1000), Some(7))
-    );
-    // Without a card: accepted too.
-    a.client.usage(&UsageReport::default()).await.unwrap();
+    assert_eq!(cost(&c), (Some(150), None, None));
     // The wire form keeps nulls (never omitted, never 0).
     let v = serde_json::to_value(UsageReport::default()).unwrap();
     assert_eq!(v["tokens_in"], serde_json::Value::Null);

@@ -133,6 +133,7 @@ impl World {
                 db: Some(db.clone()),
                 agent_secret: None,
                 admin_token: Some("admin-test-token".into()),
+                ..Default::default()
             },
         )
         .await
@@ -342,6 +343,7 @@ impl World {
                     db: Some(self.db.clone()),
                     agent_secret: None,
                     admin_token: Some("admin-test-token".into()),
+                    ..Default::default()
                 },
             )
             .await

@@ -30,6 +30,17 @@ async fn answers_a_mention_and_commits_the_cursor_after_the_turn() {
         })
         .await
         .unwrap();
+    // A fresh account's totals are zero: the card's start snapshot is known,
+    // so the turn's usage shows as its cost (end − start).
+    w.agent_client
+        .usage(&hoop_api::types::UsageReport {
+            card_id: None,
+            tokens_in: Some(0),
+            tokens_cached_in: Some(0),
+            tokens_out: Some(0),
+        })
+        .await
+        .unwrap();
     w.agent_client.claim_card(card.id).await.unwrap();
     w.standin
         .push(Reply::bash(w.say_cmd("the build is green"), "answered"));

@@ -6,10 +6,12 @@
 mod auth;
 mod bad_input;
 mod cards;
+mod conn;
 mod mcp;
 mod messages;
 mod presence_usage;
 mod provision;
+mod security;
 mod support;
 mod windows;
 mod ws;
