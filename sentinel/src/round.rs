@@ -10,9 +10,7 @@ use std::time::Instant;
 
 use hoop_api::error::Error as ApiError;
 use hoop_api::rest::Client;
-use hoop_api::types::{
-    Conversation, ConversationId, MessageId, MessageKind, SendMessage, UsageReport, User,
-};
+use hoop_api::types::{Conversation, ConversationId, MessageId, SendMessage, UsageReport, User};
 use hoop_core::clock::now_unix;
 use hoop_core::home::Home;
 use hoop_core::limits::PULL_PAGE;
@@ -301,16 +299,21 @@ async fn report_usage(ctx: &RoundCtx, result: &TurnResult) {
     }
 }
 
-/// Post a failure-kind message (no gate blocks it) to every woken room.
+/// Post a failure report (its body begins with a failure mark, so the
+/// sentinel knows it for its own) to every woken room. The REST route has
+/// no content gate; a rate limit is outwaited (bounded) by
+/// `send_failure_report`.
 async fn post_to_rooms(ctx: &RoundCtx, wakes: &[Wake], body: &str) {
     for w in wakes {
         let msg = SendMessage {
             body: body.to_string(),
-            kind: MessageKind::Failure,
-            force: true,
             ..Default::default()
         };
-        match ctx.client.send(w.conversation_id, &msg).await {
+        match ctx
+            .client
+            .send_failure_report(w.conversation_id, &msg)
+            .await
+        {
             Ok(m) => tracing::info!(
                 conversation = w.conversation_id,
                 message_id = m.id,

@@ -146,15 +146,10 @@ pub struct PostArgs {
     /// Structured mention: a user (id, username or email) or `everyone`.
     #[arg(long = "mention")]
     pub mentions: Vec<String>,
-    /// `text` (default), `status` or `failure`.
+    /// The message kind: `text` (default), `voice`, or any other word, to
+    /// seed a room with kinds the toolkit must tolerate (not `image`).
     #[arg(long, default_value = "text")]
     pub kind: String,
-    /// The newest message id the sender has seen (gap check).
-    #[arg(long)]
-    pub expect_latest_id: Option<i64>,
-    /// Send despite the gap check.
-    #[arg(long)]
-    pub force: bool,
     pub text: String,
 }
 
@@ -405,12 +400,10 @@ async fn operate(cmd: Command) -> anyhow::Result<ExitCode> {
                     mentions.push(Mention::User(user_id(&c, m).await?));
                 }
             }
-            let kind = match a.kind.as_str() {
-                "text" => MessageKind::Text,
-                "status" => MessageKind::Status,
-                "failure" => MessageKind::Failure,
-                other => bail!("--kind is text, status or failure (not {other:?})"),
-            };
+            let kind = MessageKind::from_word(&a.kind);
+            if kind == MessageKind::Image {
+                bail!("--kind image: images are sent through the images route");
+            }
             let msg = c
                 .post_as(
                     a.room,
@@ -419,10 +412,8 @@ async fn operate(cmd: Command) -> anyhow::Result<ExitCode> {
                         message: SendMessage {
                             body: a.text,
                             mentions,
-                            expect_latest_id: a.expect_latest_id,
-                            force: a.force,
-                            kind,
                         },
+                        kind,
                     },
                 )
                 .await?;

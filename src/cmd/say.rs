@@ -10,19 +10,19 @@
 //!   Unread ones (without `--anyway`) are printed, the watermark moves to the
 //!   newest message read, and nothing is sent (exit 2): the next `hoop say`
 //!   goes through unless something new arrived meanwhile.
-//! - A send carries `expect_latest_id` = the newest message read (0 when
-//!   the room was empty), so a message that lands between the read and the
-//!   send is refused by the backend (409 `gap`); its unread messages are
-//!   printed, the watermark moves to the backend's newest id, exit 2.
+//! - The send goes to production's REST text route, which runs no content
+//!   gate and no gap check: this command's own `core::gates` (markdown, cap,
+//!   empty) and the read above are the gates, as production's `say` does it.
+//!   Like production's gap check it is two calls, not an atomic "send only
+//!   if nothing changed": a message landing between them is not caught.
 //! - After a successful normal send the watermark moves to the sent
-//!   message's id: the backend accepted `expect_latest_id`, so nothing else
-//!   is newer than what was read.
-//! - `--anyway` ("I have just read them one by one") skips the local unread
-//!   check only; the backend's gap check above still applies.
-//! - `--failure` sends a failure report (kind `failure`): no gap check, no
-//!   markdown gate (the cap and the empty check still apply), a rate limit
-//!   is waited out (up to one window) rather than refused, and the
-//!   watermark does not move, since nothing was read.
+//!   message's id.
+//! - `--anyway` ("I have just read them one by one") skips the unread check.
+//! - `--failure` sends a failure report (its body begins with a failure
+//!   mark, no message kind is relied on): no gap check, no markdown gate (the
+//!   cap and the empty check still apply), a rate limit is waited out (up to
+//!   one calendar minute) rather than refused, and the watermark does not
+//!   move, since nothing was read.
 //!
 //! The watermark never moves backwards. Exit codes: 0 sent; 2 unread
 //! messages printed or a gate refused (markdown, cap, empty, rate limit);
@@ -31,7 +31,6 @@
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::Duration;
 
 use anyhow::{Context, bail};
 
@@ -48,11 +47,6 @@ use hoop_core::limits::{REST_BODY_CAP_BYTES, SAY_GAP_WINDOW, SEND_RATE_PER_MIN};
 /// `expect_latest_id` of a send into a room that had no message: message
 /// ids are positive, so the backend's gap check sees any message as newer.
 pub const EMPTY_ROOM: MessageId = 0;
-/// A failure report waits out the rate limit at most this long: one rate
-/// window, after which the backend must take it.
-pub const FAILURE_RATE_WAIT: Duration = Duration::from_secs(60);
-/// How often a rate-limited failure report is retried while it waits.
-const FAILURE_RETRY_POLL: Duration = Duration::from_secs(1);
 /// Exit code: unread messages were printed, or a gate refused.
 pub const EXIT_GATED: u8 = 2;
 /// The largest image file accepted: its base64 (4/3 larger) plus the JSON
@@ -179,11 +173,11 @@ pub fn render_unread(room: ConversationId, newest_first: &[Message], more: bool)
         );
     }
     for m in newest_first.iter().rev() {
-        let tag = match m.kind {
-            MessageKind::Text => "",
-            MessageKind::Image => " [image]",
-            MessageKind::Status => " [status]",
-            MessageKind::Failure => " [failure]",
+        let tag = match &m.kind {
+            MessageKind::Text => String::new(),
+            MessageKind::Image => " [image]".into(),
+            MessageKind::Voice => " [voice]".into(),
+            MessageKind::Unknown(w) => format!(" [{w}]"),
         };
         out.push_str(&format!("#{} @{}{tag}:", m.id, m.sender_username));
         let mut lines = m.body.lines();
@@ -249,13 +243,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         payload: Payload::Text(SendMessage {
             body: text,
             mentions: args.mentions,
-            expect_latest_id: None,
-            force: args.failure,
-            kind: if args.failure {
-                MessageKind::Failure
-            } else {
-                MessageKind::Text
-            },
         }),
     })
 }
@@ -316,75 +303,38 @@ async fn send(req: &Request, seen_path: &Path) -> anyhow::Result<Sent> {
     let room = req.room;
     let seen = SaySeen::load(seen_path);
 
-    let expect_latest_id = if req.failure {
-        None
-    } else {
+    if !req.failure {
         let me = client.me().await.context("who am I")?;
         let page = client
             .messages(room, SAY_GAP_WINDOW, None)
             .await
             .with_context(|| format!("reading room {room}"))?;
-        match gap_verdict(
+        if let GapVerdict::Unread {
+            unread,
+            newest,
+            more,
+        } = gap_verdict(
             &page.messages,
             page.has_more,
             seen.get(room),
             me.id,
             req.anyway,
         ) {
-            GapVerdict::Unread {
-                unread,
-                newest,
-                more,
-            } => {
-                print!("{}", render_unread(room, &unread, more));
-                advance(seen_path, room, newest)?;
-                return Ok(Sent::Gated(format!(
-                    "not sent: {} unread message(s) printed above",
-                    unread.len()
-                )));
-            }
-            GapVerdict::Clear { expect_latest_id } => Some(expect_latest_id),
-        }
-    };
-
-    let attempt = || async {
-        match &req.payload {
-            Payload::Text(m) => {
-                let m = SendMessage {
-                    expect_latest_id,
-                    ..m.clone()
-                };
-                client.send(room, &m).await
-            }
-            Payload::Image(i) => {
-                let i = SendImage {
-                    expect_latest_id,
-                    ..i.clone()
-                };
-                client.send_image(room, &i).await
-            }
-        }
-    };
-    let mut result = attempt().await;
-    if req.failure {
-        // Bad news must get out: a failure report outwaits the rate limit
-        // (at most one window), retrying every second in case the window
-        // moves sooner than announced.
-        let give_up = tokio::time::Instant::now() + FAILURE_RATE_WAIT;
-        while let Err(ApiError::RateLimited { retry_after }) = &result {
-            let wait = retry_after.unwrap_or(FAILURE_RATE_WAIT);
-            let now = tokio::time::Instant::now();
-            if now >= give_up || now + wait > give_up + FAILURE_RETRY_POLL {
-                break;
-            }
-            tracing::info!(
-                wait_s = wait.as_secs(),
-                "failure report rate limited; waiting"
-            );
-            tokio::time::sleep(FAILURE_RETRY_POLL.min(wait)).await;
-            result = attempt().await;
+            print!("{}", render_unread(room, &unread, more));
+            advance(seen_path, room, newest)?;
+            return Ok(Sent::Gated(format!(
+                "not sent: {} unread message(s) printed above",
+                unread.len()
+            )));
         }
     }
+
+    let result = match &req.payload {
+        // Bad news must get out: the client outwaits the rate limit.
+        Payload::Text(m) if req.failure => client.send_failure_report(room, m).await,
+        Payload::Text(m) => client.send(room, m).await,
+        Payload::Image(i) => client.send_image(room, i).await,
+    };
     match result {
         Ok(m) => {
             if !req.failure {
@@ -392,7 +342,9 @@ async fn send(req: &Request, seen_path: &Path) -> anyhow::Result<Sent> {
             }
             Ok(Sent::Ok(m))
         }
-        Err(ApiError::Gap { latest_id, unread }) => {
+        Err(ApiError::Gap {
+            latest_id, unread, ..
+        }) => {
             print!("{}", render_unread(room, &unread, false));
             advance(seen_path, room, latest_id)?;
             Ok(Sent::Gated(format!(

@@ -261,9 +261,8 @@ impl World {
                         } else {
                             vec![]
                         },
-                        force: true,
-                        ..Default::default()
                     },
+                    ..Default::default()
                 },
             )
             .await

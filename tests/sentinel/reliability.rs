@@ -166,9 +166,9 @@ async fn after_downtime_it_pages_back_to_the_cursor_and_says_when_it_gave_up() {
                             sender_id: s.id,
                             message: hoop_api::types::SendMessage {
                                 body: format!("{tag} {i}"),
-                                force: true,
                                 ..Default::default()
                             },
+                            ..Default::default()
                         },
                     )
                     .await
@@ -281,5 +281,35 @@ async fn garbage_cli_output_fails_the_round_cleanly_and_it_is_retried() {
         w.agent_messages().await.len(),
         1,
         "one failure posts no note; one answer"
+    );
+}
+
+/// A refused login (here: an email the backend does not know) is retried,
+/// and an operator sees why once — on stderr and in the status file — not
+/// once per retry.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_login_is_told_once_and_kept_in_the_status_file() {
+    let w = World::new(Opts::default()).await;
+    let mut cfg: hoop_core::home::HomeConfig = w.home.load_config().unwrap();
+    cfg.email = "nobody@example.com".into();
+    hoop_core::fsutil::write_json_atomic(&w.home.config_path(), &cfg, Default::default()).unwrap();
+    let mut d = w.spawn();
+    // Several retries (backoff 200 ms doubling to 1 s)…
+    d.wait_log_count("login failed; retrying", 4).await;
+    let log = d.log_text();
+    // …and the notice, in words an operator can act on, exactly once.
+    assert_eq!(log.matches("cannot log in, retrying").count(), 1, "{log}");
+    assert!(
+        log.contains("AGENT_LOGIN_SECRET or AGENT_LOGIN_CIDRS"),
+        "{log}"
+    );
+    let status: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(w.home.dir().join("sentinel-status.json")).unwrap())
+            .unwrap();
+    assert!(
+        status["login_error"]
+            .as_str()
+            .is_some_and(|s| s.contains("login refused")),
+        "{status}"
     );
 }
