@@ -95,6 +95,7 @@ async fn backend_restarts_and_websocket_drops_lose_nothing() {
             "failure_backoff_ms": [500, 500, 500],
             "ws_backoff_start_ms": 200,
             "ws_backoff_max_ms": 1000,
+            "ws_stable_after_ms": 500,
         }),
         ..Opts::default()
     })
