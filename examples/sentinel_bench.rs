@@ -181,9 +181,9 @@ async fn main() {
                     sender_id: human.id,
                     message: SendMessage {
                         body: format!("@a message {i}"),
-                        force: true,
                         ..Default::default()
                     },
+                    ..Default::default()
                 },
             )
             .await

@@ -13,7 +13,7 @@ use thiserror::Error;
 use crate::routes::{self, admin as r};
 use crate::types::{
     Card, Conversation, ConversationId, CreateCard, ErrorBody, Member, Message, MessageId,
-    MessagePage, SendMessage, User, UserId,
+    MessageKind, MessagePage, SendMessage, User, UserId,
 };
 
 // ---------------------------------------------------------------- wire types
@@ -46,12 +46,16 @@ pub struct AddMember {
 }
 
 /// `POST admin::POST_AS`: a message sent as `sender_id`, through the same
-/// gates, rate limit and gap check as the user's own sends.
+/// checks as the user's own REST sends. `kind` lets an operator seed a room
+/// with kinds the toolkit does not send itself (`voice`, or any word);
+/// `image` is refused (images go through the images route).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Default)]
 pub struct PostAs {
     pub sender_id: UserId,
     #[serde(flatten)]
     pub message: SendMessage,
+    #[serde(default)]
+    pub kind: MessageKind,
 }
 
 /// `POST admin::MCP_KEYS`.
@@ -152,7 +156,7 @@ pub struct ClockNow {
 pub enum AdminError {
     #[error("cannot reach the backend: {0}")]
     Http(#[from] reqwest::Error),
-    #[error("backend answered {status}: {} ({})", .body.message, .body.error)]
+    #[error("backend answered {status}: {} ({})", .body.error.message, .body.error.code)]
     Api { status: u16, body: ErrorBody },
     #[error("backend answered {status} with an unreadable body")]
     Undecodable { status: u16 },

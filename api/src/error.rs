@@ -7,10 +7,12 @@ use std::time::Duration;
 
 use thiserror::Error;
 
-use crate::types::{ErrorBody, Message, MessageId, codes};
+use crate::types::{CardId, ErrorBody, Message, MessageId, codes};
 
-/// How much of an unparseable error body is kept in [`Error::Http`].
-pub const ERROR_BODY_KEEP_CHARS: usize = 512;
+/// How much of an unparseable error body is kept in [`Error::Unparseable`]:
+/// the first 300 characters, as production's own MCP layer keeps of a
+/// backend answer it cannot decode (seed 002 §3.2 "解不开截 300 rune").
+pub const ERROR_BODY_KEEP_CHARS: usize = 300;
 
 /// An error of the REST, WebSocket or MCP client.
 #[derive(Debug, Error)]
@@ -19,6 +21,17 @@ pub enum Error {
     /// fresh login).
     #[error("unauthorized: {message}")]
     Unauthorized { message: String },
+    /// The login itself was refused (401 at `POST /v1/auth/login`). In words
+    /// an operator can act on: production has no distinct answer for the
+    /// agent login gate, the fixed code simply stops working.
+    #[error(
+        "login refused ({message}): the backend did not take this email with the fixed code. \
+         Either the account is not an agent account with a fixed code, or the backend's agent \
+         login gate is on (AGENT_LOGIN_SECRET or AGENT_LOGIN_CIDRS) and this machine meets \
+         neither, and then the fixed code simply stops working: put the agent secret in the \
+         root's agent.env (HOOP_AGENT_SECRET) or run from an allowed network"
+    )]
+    LoginRefused { message: String },
     /// 404: the thing does not exist (or a card is not working; a window is
     /// unknown → `window_not_found`, re-register).
     #[error("not found ({code}): {message}")]
@@ -27,23 +40,36 @@ pub enum Error {
     #[error("rate limited{}", retry_after.map(|d| format!("; retry after {} s", d.as_secs())).unwrap_or_default())]
     RateLimited { retry_after: Option<Duration> },
     /// 409 `gap`: newer messages exist than the sender has seen.
-    #[error("{} unread message(s) since the last one seen; newest is {latest_id}", unread.len())]
+    #[error("{unread_count} unread message(s) since the last one seen; newest is {latest_id}")]
     Gap {
         latest_id: MessageId,
+        /// How many are unread (a key without read scope gets only this).
+        unread_count: u32,
         /// Newest first.
         unread: Vec<Message>,
     },
+    /// A card was created but could not be claimed (production's
+    /// `work_task_start` is two transactions): the queued orphan `task_id`
+    /// is left on the board and must be finished by its owner.
+    #[error("card {task_id} was created but not claimed ({code}): {message}")]
+    Orphaned {
+        task_id: CardId,
+        code: String,
+        message: String,
+    },
     /// Any other refusal with a stable code (`markdown_refused`,
-    /// `body_too_long`, `already_working`, `key_invalid`, …).
+    /// `body_too_long`, `agent_busy`, `not_claimable`, `key_invalid`, …).
     #[error("refused ({status} {code}): {message}")]
     Refused {
         status: u16,
         code: String,
         message: String,
     },
-    /// A status without a contract error body.
-    #[error("HTTP {status}: {body}")]
-    Http { status: u16, body: String },
+    /// A non-success status whose body is not a contract error body
+    /// (`{"error":{"code","message"}}`): `head` is its first
+    /// [`ERROR_BODY_KEEP_CHARS`] characters. Never retried silently.
+    #[error("HTTP {status} with an unreadable error body: {head}")]
+    Unparseable { status: u16, head: String },
     /// The request never got an answer (connect, TLS, timeout, reset).
     #[error("transport: {0}")]
     Transport(String),
@@ -71,10 +97,12 @@ impl Error {
     /// The contract error code, when the backend sent one.
     pub fn code(&self) -> Option<&str> {
         match self {
-            Error::NotFound { code, .. } | Error::Refused { code, .. } => Some(code),
+            Error::NotFound { code, .. }
+            | Error::Refused { code, .. }
+            | Error::Orphaned { code, .. } => Some(code),
             Error::Gap { .. } => Some(codes::GAP),
             Error::RateLimited { .. } => Some(codes::RATE_LIMITED),
-            Error::Unauthorized { .. } => Some(codes::UNAUTHORIZED),
+            Error::Unauthorized { .. } | Error::LoginRefused { .. } => Some(codes::UNAUTHORIZED),
             _ => None,
         }
     }
@@ -95,9 +123,9 @@ impl Error {
                     message: "401 without a contract body".into(),
                 };
             }
-            return Error::Http {
+            return Error::Unparseable {
                 status,
-                body: keep(body),
+                head: keep(body),
             };
         };
         Error::from_body(status, eb, retry_after_header)
@@ -108,35 +136,42 @@ impl Error {
     /// the same `ErrorBody`): then the codes that mean "no such thing"
     /// (`not_found`, `window_not_found`, `not_working`) decide.
     pub fn from_body(status: u16, eb: ErrorBody, retry_after: Option<Duration>) -> Error {
+        let d = eb.error;
         let missing = matches!(
-            eb.error.as_str(),
+            d.code.as_str(),
             codes::NOT_FOUND | codes::WINDOW_NOT_FOUND | codes::NOT_WORKING
         );
-        match (status, eb.error.as_str()) {
-            (401, _) | (_, codes::UNAUTHORIZED) => Error::Unauthorized {
-                message: eb.message,
-            },
+        if let Some(task_id) = d.task_id {
+            return Error::Orphaned {
+                task_id,
+                code: d.code,
+                message: d.message,
+            };
+        }
+        match (status, d.code.as_str()) {
+            (401, _) | (_, codes::UNAUTHORIZED) => Error::Unauthorized { message: d.message },
             // A 429 is a rate limit unless its code says otherwise (the
             // backend also answers `too_many_subcards` with 429).
             (_, codes::RATE_LIMITED) => Error::RateLimited {
-                retry_after: retry_after.or(eb.retry_after_sec.map(Duration::from_secs)),
+                retry_after: retry_after.or(d.retry_after_sec.map(Duration::from_secs)),
             },
             (_, codes::GAP) => Error::Gap {
-                latest_id: eb.latest_id.unwrap_or_default(),
-                unread: eb.unread,
+                latest_id: d.latest_id.unwrap_or_default(),
+                unread_count: d.unread_count.unwrap_or(d.unread.len() as u32),
+                unread: d.unread,
             },
             (404, _) => Error::NotFound {
-                code: eb.error,
-                message: eb.message,
+                code: d.code,
+                message: d.message,
             },
             (200, _) if missing => Error::NotFound {
-                code: eb.error,
-                message: eb.message,
+                code: d.code,
+                message: d.message,
             },
             _ => Error::Refused {
                 status,
-                code: eb.error,
-                message: eb.message,
+                code: d.code,
+                message: d.message,
             },
         }
     }
@@ -148,7 +183,8 @@ pub fn parse_retry_after(value: &str) -> Option<Duration> {
     value.trim().parse::<u64>().ok().map(Duration::from_secs)
 }
 
-fn keep(body: &[u8]) -> String {
+/// The first [`ERROR_BODY_KEEP_CHARS`] characters of a body, for an error.
+pub(crate) fn keep(body: &[u8]) -> String {
     String::from_utf8_lossy(body)
         .chars()
         .take(ERROR_BODY_KEEP_CHARS)
@@ -168,7 +204,7 @@ mod tests {
     use super::*;
 
     fn body(code: &str) -> Vec<u8> {
-        serde_json::to_vec(&serde_json::json!({"error": code, "message": "m"})).unwrap()
+        serde_json::to_vec(&serde_json::json!({"error": {"code": code, "message": "m"}})).unwrap()
     }
 
     #[test]
@@ -191,15 +227,69 @@ mod tests {
         ));
         assert!(matches!(
             Error::from_status(502, b"<html>bad gateway</html>", None),
-            Error::Http { status: 502, .. }
+            Error::Unparseable { status: 502, .. }
+        ));
+    }
+
+    /// Production's codes, from the nested body, each to its variant.
+    #[test]
+    fn production_codes_map_from_the_nested_body() {
+        let cases: &[(u16, &str, &str)] = &[
+            (409, "gap", "Gap"),
+            (404, "window_not_found", "NotFound"),
+            (409, "agent_busy", "Refused"),
+            (409, "not_claimable", "Refused"),
+            (429, "rate_limited", "RateLimited"),
+            (409, "need_task_card", "Refused"),
+            (401, "unauthorized", "Unauthorized"),
+        ];
+        for (status, code, want) in cases {
+            let e = Error::from_status(*status, &body(code), None);
+            let got = format!("{e:?}");
+            assert!(got.starts_with(want), "{code}: {got}");
+            assert_eq!(e.code(), Some(*code), "{code}");
+        }
+        // The old flat shape is not a contract body any more.
+        let flat =
+            serde_json::to_vec(&serde_json::json!({"error": "gap", "message": "m"})).unwrap();
+        assert!(matches!(
+            Error::from_status(409, &flat, None),
+            Error::Unparseable { status: 409, .. }
         ));
     }
 
     #[test]
+    fn an_unparseable_body_keeps_its_first_300_characters() {
+        let long = format!("<html>{}</html>", "é".repeat(1000));
+        match Error::from_status(500, long.as_bytes(), None) {
+            Error::Unparseable { status, head } => {
+                assert_eq!(status, 500);
+                assert_eq!(head.chars().count(), ERROR_BODY_KEEP_CHARS);
+                assert!(long.starts_with(&head));
+            }
+            e => panic!("{e:?}"),
+        }
+    }
+
+    #[test]
+    fn a_task_id_in_the_error_surfaces_the_orphan() {
+        let b = serde_json::to_vec(&serde_json::json!({"error": {
+            "code": "agent_busy", "message": "you already work on a card", "task_id": 41
+        }}))
+        .unwrap();
+        match Error::from_status(409, &b, None) {
+            Error::Orphaned { task_id, code, .. } => {
+                assert_eq!((task_id, code.as_str()), (41, "agent_busy"))
+            }
+            e => panic!("{e:?}"),
+        }
+    }
+
+    #[test]
     fn retry_after_header_wins_over_the_body() {
-        let b = serde_json::to_vec(&serde_json::json!({
-            "error": "rate_limited", "message": "slow down", "retry_after_sec": 7
-        }))
+        let b = serde_json::to_vec(&serde_json::json!({"error": {
+            "code": "rate_limited", "message": "slow down", "retry_after_sec": 7
+        }}))
         .unwrap();
         match Error::from_status(429, &b, Some(Duration::from_secs(60))) {
             Error::RateLimited { retry_after } => {
@@ -221,15 +311,17 @@ mod tests {
 
     #[test]
     fn gap_carries_the_unread() {
-        let b = serde_json::to_vec(&serde_json::json!({
-            "error": "gap", "message": "m", "latest_id": 9, "unread": [{
+        let b = serde_json::to_vec(&serde_json::json!({"error": {
+            "code": "gap", "message": "m", "latest_id": 9, "unread": [{
                 "id": 9, "conversation_id": 1, "sender_id": 2, "sender_username": "ann",
                 "body": "hi", "created_at": 0
             }]
-        }))
+        }}))
         .unwrap();
         match Error::from_status(409, &b, None) {
-            Error::Gap { latest_id, unread } => {
+            Error::Gap {
+                latest_id, unread, ..
+            } => {
                 assert_eq!(latest_id, 9);
                 assert_eq!(unread[0].body, "hi");
             }

@@ -21,7 +21,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use hoop_core::limits::MCP_RETRY_AFTER_SECS;
+use hoop_core::limits::{MCP_RETRY_AFTER_SECS, MCP_RETRY_MAX_ATTEMPTS, MCP_RETRY_MIN_WAIT};
 
 use crate::error::Error;
 use crate::rest::{decode, http_client, normalise_base, retry_after_of};
@@ -238,6 +238,7 @@ impl McpClient {
             message: e.to_string(),
         })?;
         let mut waited = Duration::ZERO;
+        let mut retries = 0u32;
         loop {
             let resp = self
                 .http
@@ -258,8 +259,8 @@ impl McpClient {
                 .is_some_and(|v| v.starts_with("text/event-stream"));
             let bytes = resp.bytes().await?.to_vec();
             if status == 429 {
-                match retry {
-                    Some(d) if waited + d <= self.cfg.max_retry_wait => {
+                match retry_wait(retry, retries, waited, self.cfg.max_retry_wait) {
+                    Some(d) => {
                         tracing::info!(
                             method,
                             wait_s = d.as_secs(),
@@ -267,9 +268,10 @@ impl McpClient {
                         );
                         tokio::time::sleep(d).await;
                         waited += d;
+                        retries += 1;
                         continue;
                     }
-                    _ => return Err(Error::RateLimited { retry_after: retry }),
+                    None => return Err(Error::RateLimited { retry_after: retry }),
                 }
             }
             if status == 401 {
@@ -298,9 +300,9 @@ impl McpClient {
                 });
             }
             if !(200..300).contains(&status) {
-                return Err(Error::Http {
+                return Err(Error::Unparseable {
                     status,
-                    body: String::from_utf8_lossy(&bytes).chars().take(200).collect(),
+                    head: crate::error::keep(&bytes),
                 });
             }
             if r.id != json!(id) {
@@ -385,6 +387,50 @@ mod tests {
     }
 }
 
+/// Whether to retry a 429, and after how long: only when the server said
+/// `Retry-After`, never sooner than [`MCP_RETRY_MIN_WAIT`], at most
+/// [`MCP_RETRY_MAX_ATTEMPTS`] times, and only while the total wait stays
+/// within `max_wait`.
+pub fn retry_wait(
+    retry_after: Option<Duration>,
+    retries_so_far: u32,
+    waited: Duration,
+    max_wait: Duration,
+) -> Option<Duration> {
+    let wait = retry_after?.max(MCP_RETRY_MIN_WAIT);
+    (retries_so_far < MCP_RETRY_MAX_ATTEMPTS && waited + wait <= max_wait).then_some(wait)
+}
+
+#[cfg(test)]
+mod retry_tests {
+    use super::*;
+
+    #[test]
+    fn retry_wait_table() {
+        let s = Duration::from_secs;
+        // (Retry-After, retries so far, waited, max wait, want)
+        type Case = (Option<u64>, u32, u64, u64, Option<u64>);
+        let cases: &[Case] = &[
+            (Some(60), 0, 0, 60, Some(60)),
+            (Some(60), 0, 1, 60, None),
+            (None, 0, 0, 60, None),
+            // A zero is raised to the minimum wait: no hot loop.
+            (Some(0), 0, 0, 60, Some(1)),
+            (Some(0), 2, 2, 60, Some(1)),
+            // Bounded by count whatever the time left.
+            (Some(0), 3, 3, 60, None),
+            (Some(1), 0, 0, 0, None),
+        ];
+        for (ra, n, waited, max, want) in cases {
+            assert_eq!(
+                retry_wait(ra.map(s), *n, s(*waited), s(*max)),
+                want.map(s),
+                "{ra:?} {n} {waited} {max}"
+            );
+        }
+    }
+}
+
 #[cfg(test)]
 mod http_tests {
     use super::*;
@@ -397,6 +443,12 @@ mod http_tests {
 
     /// `/mcp` that answers 429 `Retry-After: 1` to the first `limited` calls.
     async fn server(limited: u32) -> (String, Arc<AtomicU32>) {
+        server_with(limited, "1").await
+    }
+
+    /// `/mcp` that answers 429 `Retry-After: <retry_after>` to the first
+    /// `limited` calls.
+    async fn server_with(limited: u32, retry_after: &'static str) -> (String, Arc<AtomicU32>) {
         let calls = Arc::new(AtomicU32::new(0));
         let c = calls.clone();
         let app = Router::new().route(
@@ -416,7 +468,7 @@ mod http_tests {
                             "error": {"code": -32000, "message": "rate limited"}});
                         return (
                             StatusCode::TOO_MANY_REQUESTS,
-                            [("retry-after", "1")],
+                            [("retry-after", retry_after)],
                             axum::Json(err),
                         )
                             .into_response();
@@ -466,5 +518,18 @@ mod http_tests {
             1,
             "no retry past the max wait"
         );
+    }
+
+    /// A server answering `Retry-After: 0` for ever: the client retries a
+    /// bounded number of times, each after the minimum wait, then gives up.
+    #[tokio::test]
+    async fn retry_after_zero_is_bounded() {
+        let (base, calls) = server_with(u32::MAX, "0").await;
+        let c = McpClient::new(McpConfig::new(base, "hoopmcp_k")).unwrap();
+        let r = tokio::time::timeout(Duration::from_secs(20), c.list_tools())
+            .await
+            .expect("bounded");
+        assert!(matches!(r, Err(Error::RateLimited { .. })), "{r:?}");
+        assert_eq!(calls.load(Ordering::SeqCst), 1 + MCP_RETRY_MAX_ATTEMPTS);
     }
 }

@@ -14,8 +14,11 @@ pub const ME: &str = "/v1/me";
 pub const CONVERSATIONS: &str = "/v1/conversations";
 /// Members of one conversation.
 pub const CONVERSATION_MEMBERS: &str = "/v1/conversations/{id}/members";
-/// Messages of one conversation: GET newest first (`?limit=&before=`), POST to send.
+/// Messages of one conversation: GET newest first (`?limit=&before=`).
 pub const CONVERSATION_MESSAGES: &str = "/v1/conversations/{id}/messages";
+/// Send a text message (production fact, seed 002 §1.1 step 4): rate
+/// limit and mention filter only; no markdown gate, no gap check.
+pub const CONVERSATION_TEXT: &str = "/v1/conversations/{id}/text";
 /// An image message (base64 body) in one conversation.
 pub const CONVERSATION_IMAGES: &str = "/v1/conversations/{id}/images";
 /// The WebSocket endpoint (auth by `Authorization: Bearer <jwt>` on upgrade).

@@ -67,21 +67,59 @@ pub struct Member {
     pub is_agent: bool,
 }
 
-/// What a message is, beyond its text.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
-#[serde(rename_all = "snake_case")]
+/// What a message is, beyond its text. Production has text, image and voice
+/// messages; any other word decodes as [`MessageKind::Unknown`] (kept, never
+/// a decoding failure) and is written back unchanged.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum MessageKind {
     /// An ordinary chat message.
     #[default]
     Text,
     /// An image (the body is its caption).
     Image,
-    /// A status broadcast (e.g. "working on card 12"); an agent's own status
-    /// broadcast as the newest message does not count as "I spoke last".
-    Status,
-    /// A failure report ("⚠️ this round failed…", an obituary). No gate ever
-    /// blocks one.
-    Failure,
+    /// A voice message (the body is its waveform, not text to answer).
+    Voice,
+    /// A kind this toolkit does not know (the word as sent).
+    Unknown(String),
+}
+
+impl MessageKind {
+    /// The wire word.
+    pub fn as_str(&self) -> &str {
+        match self {
+            MessageKind::Text => "text",
+            MessageKind::Image => "image",
+            MessageKind::Voice => "voice",
+            MessageKind::Unknown(w) => w,
+        }
+    }
+
+    /// From the wire word; never fails.
+    pub fn from_word(w: &str) -> MessageKind {
+        match w {
+            "text" => MessageKind::Text,
+            "image" => MessageKind::Image,
+            "voice" => MessageKind::Voice,
+            other => MessageKind::Unknown(other.to_string()),
+        }
+    }
+}
+
+impl Serialize for MessageKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for MessageKind {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        // Whatever the value is (a word, a number, null), a message is kept.
+        Ok(match serde_json::Value::deserialize(d)? {
+            serde_json::Value::String(w) => MessageKind::from_word(&w),
+            serde_json::Value::Null => MessageKind::Text,
+            other => MessageKind::Unknown(other.to_string()),
+        })
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
@@ -89,7 +127,11 @@ pub struct Message {
     pub id: MessageId,
     pub conversation_id: ConversationId,
     pub sender_id: UserId,
+    #[serde(default)]
     pub sender_username: String,
+    /// The text (a caption for an image; a voice message's is not text to
+    /// answer). Absent reads as empty.
+    #[serde(default)]
     pub body: String,
     #[serde(default)]
     pub mentions: Vec<Mention>,
@@ -106,20 +148,15 @@ pub struct MessagePage {
     pub has_more: bool,
 }
 
-/// `POST …/messages`.
+/// `POST /v1/conversations/{id}/text`. Production's REST route applies the
+/// message rate limit and drops non-member mentions; it runs neither the
+/// markdown gate nor the gap check (those live in the MCP tool
+/// `chat_send_text`, and `hoop say` runs `core::gates` itself first).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Default)]
 pub struct SendMessage {
     pub body: String,
     #[serde(default)]
     pub mentions: Vec<Mention>,
-    /// The newest message id the sender has seen; a newer one → 409 `gap`.
-    #[serde(default)]
-    pub expect_latest_id: Option<MessageId>,
-    /// Send despite the gap check.
-    #[serde(default)]
-    pub force: bool,
-    #[serde(default)]
-    pub kind: MessageKind,
 }
 
 /// `POST …/images`.
@@ -130,10 +167,6 @@ pub struct SendImage {
     pub mime: String,
     #[serde(default)]
     pub caption: String,
-    #[serde(default)]
-    pub expect_latest_id: Option<MessageId>,
-    #[serde(default)]
-    pub force: bool,
 }
 
 // ---------------------------------------------------------------- presence, usage
@@ -335,21 +368,53 @@ pub struct RedeemResponse {
 
 // ---------------------------------------------------------------- errors
 
-/// Every 4xx/5xx body: `{"error": "<code>", "message": "<human text>", …}`.
+/// Every 4xx/5xx body, nested as production answers it:
+/// `{"error": {"code": "<code>", "message": "<human text>", …}}`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct ErrorBody {
+    pub error: ErrorDetail,
+}
+
+/// The inside of an [`ErrorBody`].
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ErrorDetail {
     /// A stable machine-readable code, e.g. `rate_limited`, `gap`, `window_not_found`.
-    pub error: String,
+    pub code: String,
     pub message: String,
     /// For `gap`: the newest message id now.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latest_id: Option<MessageId>,
-    /// For `gap`: the messages newer than `expect_latest_id`, newest first.
+    /// For `gap`: the messages newer than `expect_latest_id`, newest first
+    /// (empty for a key without read scope: it learns only `unread_count`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unread: Vec<Message>,
+    /// For `gap`: how many messages are unread.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unread_count: Option<u32>,
     /// For 429s: seconds to wait.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_after_sec: Option<u64>,
+    /// For a card that was created but could not be claimed (production's
+    /// `work_task_start` is two transactions): the queued orphan to finish.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<CardId>,
+}
+
+impl ErrorBody {
+    /// A body with only a code and a message.
+    pub fn new(code: &str, message: impl Into<String>) -> ErrorBody {
+        ErrorBody {
+            error: ErrorDetail {
+                code: code.to_string(),
+                message: message.into(),
+                latest_id: None,
+                unread: Vec::new(),
+                unread_count: None,
+                retry_after_sec: None,
+                task_id: None,
+            },
+        }
+    }
 }
 
 /// Stable error codes.
@@ -363,7 +428,13 @@ pub mod codes {
     pub const BODY_TOO_LONG: &str = "body_too_long";
     pub const GAP: &str = "gap";
     pub const RATE_LIMITED: &str = "rate_limited";
-    pub const ALREADY_WORKING: &str = "already_working";
+    /// Claiming a second top-level card while one is working (production).
+    pub const AGENT_BUSY: &str = "agent_busy";
+    /// Claiming a card that is not queued (production).
+    pub const NOT_CLAIMABLE: &str = "not_claimable";
+    /// A gated action without the caller's own working card of that room
+    /// (production's card gate; this toolkit never calls a gated action).
+    pub const NEED_TASK_CARD: &str = "need_task_card";
     pub const TOO_MANY_SUBCARDS: &str = "too_many_subcards";
     pub const NOT_WORKING: &str = "not_working";
     pub const INVALID_TRANSITION: &str = "invalid_transition";
@@ -418,6 +489,9 @@ pub mod mcp {
         pub limit: Option<u32>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub before: Option<MessageId>,
+        /// Include deleted messages (production's default: true).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub with_deleted: Option<bool>,
     }
 
     /// `chat_read` → newest first.
@@ -450,10 +524,9 @@ pub mod mcp {
         pub mentions: Vec<Mention>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub expect_latest_id: Option<MessageId>,
+        /// Skips BOTH gates (markdown and gap).
         #[serde(default)]
         pub force: bool,
-        #[serde(default)]
-        pub kind: super::MessageKind,
     }
 
     /// `chat_send_image` arguments (the result is the stored [`Message`]).
@@ -464,10 +537,6 @@ pub mod mcp {
         pub mime: String,
         #[serde(default)]
         pub caption: String,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        pub expect_latest_id: Option<MessageId>,
-        #[serde(default)]
-        pub force: bool,
     }
 
     /// `work_tasks` arguments: the caller's cards, optionally one status.
@@ -552,6 +621,9 @@ pub enum WsEvent {
     /// A provisioning key waits for this account.
     #[serde(rename = "provision.pending")]
     ProvisionPending {},
+    /// An event type this toolkit does not know: skipped, never an error.
+    #[serde(other)]
+    Unknown,
 }
 
 #[cfg(test)]
@@ -569,5 +641,44 @@ mod tests {
         );
         let e: WsEvent = serde_json::from_str(r#"{"type":"provision.pending"}"#).unwrap();
         assert_eq!(e, WsEvent::ProvisionPending {});
+        let e: WsEvent = serde_json::from_str(r#"{"type":"typing","user_id":3}"#).unwrap();
+        assert_eq!(e, WsEvent::Unknown);
+    }
+
+    /// A page with a voice message, an unknown kind, unknown mention
+    /// elements and unknown fields is read whole: each message kept.
+    #[test]
+    fn a_page_decodes_whatever_production_adds() {
+        let page: MessagePage = serde_json::from_str(
+            r#"{"messages": [
+                {"id": 3, "conversation_id": 1, "sender_id": 2, "sender_username": "a",
+                 "body": "", "kind": "voice", "created_at": 0, "waveform": [1, 2]},
+                {"id": 2, "conversation_id": 1, "sender_id": 2, "sender_username": "a",
+                 "body": "x", "kind": "sticker", "mentions": [{"user_id": 7}, 7, "all"],
+                 "created_at": 0, "deleted_at": null},
+                {"id": 1, "conversation_id": 1, "sender_id": 2, "sender_username": "a",
+                 "body": "y", "kind": 5, "created_at": 0}
+            ], "has_more": false, "cursor": "abc"}"#,
+        )
+        .unwrap();
+        let got: Vec<(i64, MessageKind, usize)> = page
+            .messages
+            .iter()
+            .map(|m| (m.id, m.kind.clone(), m.mentions.len()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (3, MessageKind::Voice, 0),
+                (2, MessageKind::Unknown("sticker".into()), 3),
+                (1, MessageKind::Unknown("5".into()), 0)
+            ]
+        );
+        assert_eq!(page.messages[1].mentions[1], Mention::User(7));
+        // The word is written back as it came.
+        assert_eq!(
+            serde_json::to_value(&page.messages[1].kind).unwrap(),
+            "sticker"
+        );
     }
 }

@@ -1,8 +1,9 @@
 //! The send gates, written once and used by `hoop say`, the sentinel and the
 //! reference backend alike: the markdown gate, the body cap, and the gap
 //! check. A failure report passes every gate (a gate must never silence bad
-//! news); it is marked by [`SendKind::Failure`], which travels on the wire as
-//! the message kind `failure`.
+//! news); it is marked by [`SendKind::Failure`] on the sending side and, on
+//! the wire, by a failure mark at the start of its body ([`FAILURE_MARKS`]):
+//! no message kind is relied on.
 
 use thiserror::Error;
 
@@ -74,9 +75,10 @@ pub fn body_len(body: &str) -> usize {
     body.chars().count()
 }
 
-/// Every content gate for one outgoing text. The gap check is separate
-/// ([`unread_since`]) because it needs the conversation's newest messages.
-pub fn check_body(body: &str, kind: SendKind) -> Result<(), GateError> {
+/// The checks every send route makes whatever the sender: not empty, not
+/// over the cap (refused, never truncated). Production's REST text route
+/// applies only these; the markdown gate is [`check_body`]'s.
+pub fn check_length(body: &str) -> Result<(), GateError> {
     if body.trim().is_empty() {
         return Err(GateError::Empty);
     }
@@ -87,6 +89,13 @@ pub fn check_body(body: &str, kind: SendKind) -> Result<(), GateError> {
             cap: MAX_BODY_CHARS,
         });
     }
+    Ok(())
+}
+
+/// Every content gate for one outgoing text. The gap check is separate
+/// ([`unread_since`]) because it needs the conversation's newest messages.
+pub fn check_body(body: &str, kind: SendKind) -> Result<(), GateError> {
+    check_length(body)?;
     if kind == SendKind::Failure {
         return Ok(());
     }
@@ -113,9 +122,90 @@ pub fn unread_since<T>(
         .collect()
 }
 
+/// Production's gap check (the MCP tool `chat_send_text`, seed 002 §0.3)
+/// over the newest [`crate::limits::GAP_CHECK_READ`] messages, newest
+/// first, for a send that expected `expect_latest_id` to be the newest:
+/// when that id is among them, the unread are the newer ones not the
+/// sender's own; when it is NOT among them, everything read counts as new
+/// (better to refuse too much). An empty result lets the send through.
+pub fn gap_unread<T>(
+    newest_first: &[T],
+    expect_latest_id: i64,
+    id_of: impl Fn(&T) -> i64,
+    is_own: impl Fn(&T) -> bool,
+) -> Vec<&T> {
+    if newest_first.iter().any(|m| id_of(m) == expect_latest_id) {
+        unread_since(newest_first, Some(expect_latest_id), id_of, is_own)
+    } else {
+        newest_first.iter().collect()
+    }
+}
+
+/// The marks that begin a failure report or an obituary. The backend may
+/// know no message kind for them (production has text, image and voice), so
+/// the sender recognises its own bad news by these marks in the body.
+pub const FAILURE_MARKS: [&str; 2] = ["⚠️", "⚰️"];
+
+/// Does this body read as a failure report (begins with a failure mark)?
+pub fn is_failure_report(body: &str) -> bool {
+    FAILURE_MARKS.iter().any(|m| body.starts_with(m))
+}
+
+/// The body of a failure report: `body` as is when it already begins with a
+/// failure mark, else prefixed with the first one.
+pub fn as_failure_report(body: &str) -> String {
+    if is_failure_report(body) {
+        body.to_string()
+    } else {
+        format!("{} {body}", FAILURE_MARKS[0])
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn gap_unread_table() {
+        // (id, own) newest first.
+        let page = [(9, false), (8, true), (7, false), (6, false)];
+        let ids = |expect| -> Vec<i64> {
+            gap_unread(&page, expect, |m| m.0, |m| m.1)
+                .into_iter()
+                .map(|m| m.0)
+                .collect()
+        };
+        let cases: &[(i64, &[i64])] = &[
+            (9, &[]),
+            (8, &[9]),
+            (7, &[9]),
+            (6, &[9, 7]),
+            // Not among the newest read: everything read counts as new.
+            (5, &[9, 8, 7, 6]),
+            (42, &[9, 8, 7, 6]),
+        ];
+        for (expect, want) in cases {
+            assert_eq!(ids(*expect), *want, "expect {expect}");
+        }
+        let empty: [(i64, bool); 0] = [];
+        assert!(gap_unread(&empty, 0, |m| m.0, |m| m.1).is_empty());
+    }
+
+    #[test]
+    fn failure_reports_are_recognised_by_their_mark() {
+        let cases: &[(&str, bool)] = &[
+            ("⚠️ this round failed; I am still online", true),
+            ("⚰️ login expired", true),
+            ("the build ⚠️ failed", false),
+            ("plain", false),
+        ];
+        for (body, want) in cases {
+            assert_eq!(is_failure_report(body), *want, "{body}");
+            assert!(is_failure_report(&as_failure_report(body)));
+        }
+        assert_eq!(as_failure_report("⚰️ x"), "⚰️ x");
+        assert_eq!(as_failure_report("disk full"), "⚠️ disk full");
+    }
 
     #[test]
     fn markdown_table() {

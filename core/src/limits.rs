@@ -24,6 +24,20 @@ pub const MCP_CALLS_PER_MIN: u32 = 300;
 pub const MCP_RETRY_AFTER_SECS: u64 = 60;
 /// JSON-RPC error code production uses for an MCP 429.
 pub const MCP_RATE_LIMIT_RPC_CODE: i64 = -32000;
+/// An MCP 429 is retried at most this many times per call, whatever the
+/// server's `Retry-After` says, so a server answering `Retry-After: 0` can
+/// never make a client loop.
+pub const MCP_RETRY_MAX_ATTEMPTS: u32 = 3;
+/// The shortest wait before retrying an MCP 429 (a `Retry-After` below it,
+/// e.g. 0, is raised to it).
+pub const MCP_RETRY_MIN_WAIT: Duration = Duration::from_secs(1);
+/// A failure report outwaits the message rate limit at most this long:
+/// production counts text messages per calendar minute, so the next minute
+/// always starts within 60 s (plus a second for clock skew).
+pub const FAILURE_REPORT_MAX_WAIT: Duration = Duration::from_secs(61);
+/// A rate-limited failure report is retried this often while it waits, in
+/// case the window moves sooner than announced.
+pub const FAILURE_REPORT_RETRY_POLL: Duration = Duration::from_secs(1);
 /// Production's request body cap on `/mcp`.
 pub const MCP_BODY_CAP_BYTES: usize = 160 * 1024 * 1024;
 /// Body cap on every other REST route of the reference backend: a maximal
@@ -56,6 +70,10 @@ pub const WS_BACKOFF_START: Duration = Duration::from_secs(1);
 /// …up to this ceiling: a minute is the most a message may wait for a
 /// reconnect; the 300 s alarm covers anything the socket missed.
 pub const WS_BACKOFF_MAX: Duration = Duration::from_secs(60);
+/// A connection that stayed up this long resets the reconnect backoff;
+/// a shorter one (accepted, then dropped) keeps it growing. Four ping
+/// rounds: a link that survived them was really up.
+pub const WS_STABLE_AFTER: Duration = Duration::from_secs(60);
 /// Debounce after a kick: a burst of messages becomes one round.
 pub const CYCLE_DEBOUNCE: Duration = Duration::from_secs(3);
 /// The alarm pulls everything even without an event.
@@ -97,6 +115,9 @@ pub const CONTEXT_METER_TAIL_BYTES: u64 = 2 * 1024 * 1024;
 
 /// `hoop say` reads this many newest messages down to the watermark.
 pub const SAY_GAP_WINDOW: u32 = 8;
+/// Production's gap check reads this many newest messages (seed 002 §0.3,
+/// "回环读 30 条查缝"; "缝查 30 别顺手改成 50").
+pub const GAP_CHECK_READ: u32 = 30;
 /// Bridge poll interval.
 pub const BRIDGE_POLL: Duration = Duration::from_secs(5);
 /// Window sync interval.

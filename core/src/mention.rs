@@ -8,12 +8,26 @@
 use serde::{Deserialize, Serialize};
 
 /// A structured mention: a user id, or the platform's structured "everyone".
-/// On the wire a user is a number and everyone is the string `"everyone"`.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash)]
+/// On the wire a user is a number and everyone is the string `"everyone"`;
+/// any other element decodes as [`Mention::Unknown`] (it never fails the
+/// message that carries it, and it mentions nobody) and is written as null.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq, Hash)]
 #[serde(untagged)]
 pub enum Mention {
     User(i64),
     Everyone(EveryoneTag),
+    /// An element of a shape this toolkit does not know.
+    Unknown,
+}
+
+impl<'de> Deserialize<'de> for Mention {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(match serde_json::Value::deserialize(d)? {
+            serde_json::Value::Number(n) => n.as_i64().map_or(Mention::Unknown, Mention::User),
+            serde_json::Value::String(s) if s == "everyone" => Mention::EVERYONE,
+            _ => Mention::Unknown,
+        })
+    }
 }
 
 impl Mention {
@@ -74,6 +88,24 @@ fn is_word(c: char) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn unknown_mention_elements_decode_and_mention_nobody() {
+        let v: Vec<Mention> =
+            serde_json::from_str(r#"[7, "everyone", {"user_id": 7}, "here", 1.5, null]"#).unwrap();
+        assert_eq!(
+            v,
+            vec![
+                Mention::User(7),
+                Mention::EVERYONE,
+                Mention::Unknown,
+                Mention::Unknown,
+                Mention::Unknown,
+                Mention::Unknown
+            ]
+        );
+        assert!(!mentions_me(&ME, "hi @bolt", &[Mention::Unknown]));
+    }
 
     const ME: Me<'static> = Me {
         id: 7,
@@ -139,7 +171,12 @@ mod tests {
     fn wire_form() {
         let m: Vec<Mention> = serde_json::from_str(r#"[12, "everyone"]"#).unwrap();
         assert_eq!(m, vec![Mention::User(12), Mention::EVERYONE]);
-        assert!(serde_json::from_str::<Vec<Mention>>(r#"["Everyone"]"#).is_err());
+        // Only the exact word is the structured everyone; another spelling
+        // is an unknown element, kept and mentioning nobody.
+        assert_eq!(
+            serde_json::from_str::<Vec<Mention>>(r#"["Everyone"]"#).unwrap(),
+            [Mention::Unknown]
+        );
         assert_eq!(serde_json::to_string(&m).unwrap(), r#"[12,"everyone"]"#);
     }
 

@@ -87,7 +87,7 @@ async fn post_as(
     Id(conv): Id,
     JsonBody(req): JsonBody<PostAs>,
 ) -> ApiResult<Response> {
-    let msg = crate::http::send_and_push(&app, req.sender_id, conv, &req.message, None)?;
+    let msg = crate::http::send_and_push(&app, req.sender_id, conv, &req.message, &req.kind, None)?;
     Ok(created(msg))
 }
 

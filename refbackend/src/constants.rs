@@ -8,11 +8,6 @@ use std::time::Duration;
 /// "per minute" (60 messages per user, 300 MCP calls per key).
 pub const RATE_WINDOW_SECS: i64 = 60;
 
-/// Most unread messages a `gap` answer carries (newest first): the same
-/// bound as `chat_read`'s largest page, enough to read before retrying, and
-/// the answer stays small however long the sender was away.
-pub const GAP_UNREAD_MAX: i64 = 50;
-
 /// REST `GET …/messages` page size when `limit` is absent: the same default
 /// as `chat_read`.
 pub const PAGE_DEFAULT: u32 = 20;

@@ -9,20 +9,16 @@ use hoop_api::types::{ErrorBody, codes};
 #[derive(Debug, Clone)]
 pub struct ApiError {
     pub status: StatusCode,
-    pub body: ErrorBody,
+    /// Boxed: the body carries the unread messages of a `gap`, and every
+    /// handler's `Result` should stay small.
+    pub body: Box<ErrorBody>,
 }
 
 impl ApiError {
     pub fn new(status: StatusCode, code: &str, message: impl Into<String>) -> ApiError {
         ApiError {
             status,
-            body: ErrorBody {
-                error: code.to_string(),
-                message: message.into(),
-                latest_id: None,
-                unread: Vec::new(),
-                retry_after_sec: None,
-            },
+            body: Box::new(ErrorBody::new(code, message)),
         }
     }
     pub fn bad_request(message: impl Into<String>) -> ApiError {
@@ -49,7 +45,7 @@ impl ApiError {
     }
     pub fn rate_limited(message: impl Into<String>, retry_after_sec: u64) -> ApiError {
         let mut e = ApiError::new(StatusCode::TOO_MANY_REQUESTS, codes::RATE_LIMITED, message);
-        e.body.retry_after_sec = Some(retry_after_sec);
+        e.body.error.retry_after_sec = Some(retry_after_sec);
         e
     }
     pub fn too_large(cap: usize) -> ApiError {
@@ -77,8 +73,8 @@ impl From<rusqlite::Error> for ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let retry = self.body.retry_after_sec;
-        let mut resp = (self.status, axum::Json(self.body)).into_response();
+        let retry = self.body.error.retry_after_sec;
+        let mut resp = (self.status, axum::Json(*self.body)).into_response();
         if let Some(secs) = retry
             && let Ok(v) = HeaderValue::from_str(&secs.to_string())
         {

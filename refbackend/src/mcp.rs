@@ -14,8 +14,9 @@ use axum::response::{IntoResponse, Response};
 use hoop_api::admin::AdminCreateCard;
 use hoop_api::types::mcp::{self as t, *};
 use hoop_api::types::{
-    CardProgress, CreateCard, FinishCard, RegisterWindow, SendImage, SendMessage, User,
+    CardProgress, CreateCard, FinishCard, MessageKind, RegisterWindow, SendImage, SendMessage, User,
 };
+use hoop_core::gates::{self, SendKind};
 use hoop_core::limits;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
@@ -24,7 +25,7 @@ use serde_json::{Value, json};
 use crate::App;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::body_bytes;
-use crate::store::{CardFilter, key_hash};
+use crate::store::{CardFilter, gate_error, key_hash};
 
 use crate::constants::MCP_PROTOCOL_VERSION as PROTOCOL_VERSION;
 /// JSON-RPC codes (JSON-RPC 2.0 §5.1).
@@ -88,8 +89,7 @@ pub async fn handle(State(app): State<Arc<App>>, req: Request) -> Response {
             Value::Null,
             limits::MCP_RATE_LIMIT_RPC_CODE,
             "rate limited: at most 300 calls per minute per key",
-            Some(json!({"error": hoop_api::types::codes::RATE_LIMITED,
-                        "retry_after_sec": limits::MCP_RETRY_AFTER_SECS})),
+            Some(rate_limited_data()),
         );
         if let Ok(v) = HeaderValue::from_str(&limits::MCP_RETRY_AFTER_SECS.to_string()) {
             resp.headers_mut().insert(hoop_api::headers::RETRY_AFTER, v);
@@ -241,29 +241,38 @@ fn call_tool(app: &App, user: &User, name: &str, a: Value) -> ApiResult<Value> {
         }
         t::CHAT_SEND_TEXT => {
             let a: ChatSendTextArgs = args(a)?;
+            // Production's two gates live here, not on the REST route:
+            // markdown first, then the gap check (only with
+            // `expect_latest_id`); `force` skips both.
+            if !a.force {
+                gates::check_body(&a.body, SendKind::Normal).map_err(gate_error)?;
+                if let Some(expect) = a.expect_latest_id {
+                    app.store().gap_check(user.id, a.conversation_id, expect)?;
+                }
+            }
             let req = SendMessage {
                 body: a.body,
                 mentions: a.mentions,
-                expect_latest_id: a.expect_latest_id,
-                force: a.force,
-                kind: a.kind,
             };
             to_value(crate::http::send_and_push(
                 app,
                 user.id,
                 a.conversation_id,
                 &req,
+                &MessageKind::Text,
                 None,
             )?)
         }
         t::CHAT_SEND_IMAGE => {
             let a: ChatSendImageArgs = args(a)?;
+            // The caption passes the markdown gate; there is no `force`.
+            if !a.caption.is_empty() {
+                gates::check_body(&a.caption, SendKind::Normal).map_err(gate_error)?;
+            }
             let req = SendImage {
                 data_base64: a.data_base64,
                 mime: a.mime,
                 caption: a.caption,
-                expect_latest_id: a.expect_latest_id,
-                force: a.force,
             };
             to_value(crate::http::send_image_as(
                 app,
@@ -305,7 +314,7 @@ fn call_tool(app: &App, user: &User, name: &str, a: Value) -> ApiResult<Value> {
                             .find(|c| c.parent_id.is_none())
                         {
                             return Err(ApiError::conflict(
-                                hoop_api::types::codes::ALREADY_WORKING,
+                                hoop_api::types::codes::AGENT_BUSY,
                                 format!("card {} is already working; finish it first", c.id),
                             ));
                         }
@@ -371,10 +380,10 @@ const TOOLS: &[ToolSpec] = &[
     }),
     (
         t::CHAT_READ,
-        "Messages of a conversation, newest first (limit 1-50, default 20; before pages back).",
+        "Messages of a conversation, newest first (limit 1-50, default 20; before pages back; with_deleted defaults to true).",
         || {
             schema(
-                json!({"conversation_id": int(), "limit": int(), "before": int()}),
+                json!({"conversation_id": int(), "limit": int(), "before": int(), "with_deleted": {"type": "boolean"}}),
                 &["conversation_id"],
             )
         },
@@ -384,14 +393,13 @@ const TOOLS: &[ToolSpec] = &[
     }),
     (
         t::CHAT_SEND_TEXT,
-        "Send plain text (no markdown). expect_latest_id: newest id you have read; force: send despite unread.",
+        "Send plain text (no markdown). expect_latest_id: newest id you have read (checked against the newest 30); force: skip the markdown and unread checks.",
         || {
             schema(
                 json!({
                     "conversation_id": int(), "body": {"type": "string"},
                     "mentions": {"type": "array", "items": {"anyOf": [{"type": "integer"}, {"const": "everyone"}]}},
-                    "expect_latest_id": int(), "force": {"type": "boolean"},
-                    "kind": {"enum": ["text", "status", "failure"]}
+                    "expect_latest_id": int(), "force": {"type": "boolean"}
                 }),
                 &["conversation_id", "body"],
             )
@@ -404,7 +412,7 @@ const TOOLS: &[ToolSpec] = &[
             schema(
                 json!({
                     "conversation_id": int(), "data_base64": {"type": "string"}, "mime": {"type": "string"},
-                    "caption": {"type": "string"}, "expect_latest_id": int(), "force": {"type": "boolean"}
+                    "caption": {"type": "string"}
                 }),
                 &["conversation_id", "data_base64", "mime"],
             )
@@ -494,4 +502,14 @@ fn tool_list() -> Vec<Value> {
         .iter()
         .map(|(name, desc, s)| json!({"name": name, "description": desc, "inputSchema": s()}))
         .collect()
+}
+
+/// The `data` of the MCP 429: the contract error body with the wait.
+fn rate_limited_data() -> Value {
+    let mut eb = hoop_api::types::ErrorBody::new(
+        hoop_api::types::codes::RATE_LIMITED,
+        "at most 300 calls per minute per key",
+    );
+    eb.error.retry_after_sec = Some(limits::MCP_RETRY_AFTER_SECS);
+    serde_json::to_value(eb).unwrap_or(Value::Null)
 }

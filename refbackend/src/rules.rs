@@ -3,23 +3,46 @@
 //! mention filtering. The store calls these inside its transactions; the
 //! tables below pin each rule.
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::BTreeSet;
 
 use hoop_api::types::{CardStatus, ConversationId, Mention, UserId, WindowMode, WindowSync};
 
 use crate::constants::RATE_WINDOW_SECS;
 
-/// A sliding one-minute window of event times. `Err(secs)` = the limit is
-/// reached; retry after `secs`.
-pub fn rate_check(log: &mut VecDeque<i64>, now: i64, limit: u32) -> Result<(), u64> {
-    while log.front().is_some_and(|t| *t <= now - RATE_WINDOW_SECS) {
-        log.pop_front();
+/// A fixed window: the calls counted in the calendar minute `minute`
+/// (`now / 60`). Production counts messages in buckets keyed by the minute
+/// and MCP calls in an in-process fixed window (seed 002 §0.4, §3.2), never
+/// a sliding one.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FixedWindow {
+    pub minute: i64,
+    pub count: u32,
+}
+
+impl FixedWindow {
+    /// `Err(secs)` = the limit is reached in this minute; the next minute
+    /// starts in `secs`. Counts nothing: call [`FixedWindow::record`] once
+    /// the call went through.
+    pub fn check(&mut self, now: i64, limit: u32) -> Result<(), u64> {
+        let minute = now.div_euclid(RATE_WINDOW_SECS);
+        if minute != self.minute {
+            *self = FixedWindow { minute, count: 0 };
+        }
+        if self.count >= limit {
+            let next = (minute + 1).saturating_mul(RATE_WINDOW_SECS);
+            return Err(next.saturating_sub(now).max(1) as u64);
+        }
+        Ok(())
     }
-    if log.len() >= limit as usize {
-        let oldest = log.front().copied().unwrap_or(now);
-        return Err((oldest + RATE_WINDOW_SECS - now).max(1) as u64);
+
+    /// Count one call at `now`.
+    pub fn record(&mut self, now: i64) {
+        let minute = now.div_euclid(RATE_WINDOW_SECS);
+        if minute != self.minute {
+            *self = FixedWindow { minute, count: 0 };
+        }
+        self.count = self.count.saturating_add(1);
     }
-    Ok(())
 }
 
 /// A reported token count: negative means "not reported" (production).
@@ -111,10 +134,11 @@ pub fn filter_mentions(mentions: &[Mention], members: &[UserId]) -> Vec<Mention>
         let keep = match m {
             Mention::User(id) => members.contains(id),
             Mention::Everyone(_) => true,
+            Mention::Unknown => false,
         };
         let key = match m {
             Mention::User(id) => Some(*id),
-            Mention::Everyone(_) => None,
+            Mention::Everyone(_) | Mention::Unknown => None,
         };
         if keep && seen.insert(key) {
             out.push(*m);
@@ -207,16 +231,31 @@ mod tests {
     use CardStatus::*;
 
     #[test]
-    fn rate_window() {
-        let mut log = VecDeque::new();
-        for t in 0..3 {
-            assert_eq!(rate_check(&mut log, 100 + t, 3), Ok(()));
-            log.push_back(100 + t);
+    fn rate_window_is_a_fixed_calendar_minute() {
+        let mut w = FixedWindow::default();
+        // Three calls late in minute 1 (60..120) fill it.
+        for t in [100, 110, 119] {
+            assert_eq!(w.check(t, 3), Ok(()));
+            w.record(t);
         }
-        assert_eq!(rate_check(&mut log, 110, 3), Err(50));
-        assert_eq!(rate_check(&mut log, 159, 3), Err(1));
-        assert_eq!(rate_check(&mut log, 160, 3), Ok(()));
-        assert_eq!(log.len(), 2);
+        // (now, want): refused until the minute ends, then a fresh bucket.
+        let cases: &[(i64, Result<(), u64>)] = &[(119, Err(1)), (110, Err(10)), (120, Ok(()))];
+        for (now, want) in cases {
+            assert_eq!(w.check(*now, 3), *want, "{now}");
+        }
+        assert_eq!(
+            w,
+            FixedWindow {
+                minute: 2,
+                count: 0
+            }
+        );
+        // A sliding window would still refuse at 121; a fixed one does not.
+        w.record(120);
+        assert_eq!(w.check(121, 3), Ok(()));
+        // Negative and extreme clocks never overflow.
+        assert!(FixedWindow::default().check(i64::MAX, 1).is_ok());
+        assert!(FixedWindow::default().check(i64::MIN, 1).is_ok());
     }
 
     #[test]

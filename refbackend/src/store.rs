@@ -4,7 +4,7 @@
 //! Decisions come from [`crate::rules`] and `hoop_core::gates`; this module
 //! only loads, decides and stores.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::path::Path;
 
 use axum::http::StatusCode;
@@ -18,7 +18,7 @@ use hoop_api::types::{
     RedeemRequest, RedeemResponse, RegisterWindow, RegisteredWindow, SendMessage, UsageReport,
     User, UserId, WindowInfo, WindowSync, codes,
 };
-use hoop_core::gates::{self, GateError, SendKind};
+use hoop_core::gates::{self, GateError};
 use hoop_core::limits;
 use rusqlite::{Connection, OptionalExtension, Row, params};
 use sha2::{Digest, Sha256};
@@ -27,7 +27,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::rules::{self, Refusal, WindowView};
 
 use crate::constants::KEY_BYTES;
-pub use crate::constants::{GAP_UNREAD_MAX, PAGE_DEFAULT, PAGE_MAX, PROVISION_KEY_PREFIX};
+pub use crate::constants::{PAGE_DEFAULT, PAGE_MAX, PROVISION_KEY_PREFIX};
 
 const SCHEMA: &str = "
 PRAGMA foreign_keys = ON;
@@ -194,24 +194,6 @@ fn parse_status(s: &str) -> CardStatus {
     }
 }
 
-fn kind_str(k: MessageKind) -> &'static str {
-    match k {
-        MessageKind::Text => "text",
-        MessageKind::Image => "image",
-        MessageKind::Status => "status",
-        MessageKind::Failure => "failure",
-    }
-}
-
-fn parse_kind(s: &str) -> MessageKind {
-    match s {
-        "image" => MessageKind::Image,
-        "status" => MessageKind::Status,
-        "failure" => MessageKind::Failure,
-        _ => MessageKind::Text,
-    }
-}
-
 fn refusal(r: Refusal, what: &str) -> ApiError {
     match r {
         Refusal::InvalidTransition => ApiError::conflict(
@@ -231,7 +213,8 @@ fn refusal(r: Refusal, what: &str) -> ApiError {
     }
 }
 
-fn gate_error(e: GateError) -> ApiError {
+/// A refused content gate as the contract's error.
+pub(crate) fn gate_error(e: GateError) -> ApiError {
     match e {
         GateError::Markdown(_) => ApiError::new(
             StatusCode::BAD_REQUEST,
@@ -275,7 +258,7 @@ fn message_row(r: &Row<'_>) -> rusqlite::Result<Message> {
         sender_username: r.get(3)?,
         body: r.get(4)?,
         mentions: serde_json::from_str(&mentions).unwrap_or_default(),
-        kind: parse_kind(&kind),
+        kind: MessageKind::from_word(&kind),
         created_at: r.get(7)?,
     })
 }
@@ -335,9 +318,9 @@ pub struct CardFilter {
 pub struct Store {
     conn: Connection,
     /// Send times per user (60/min).
-    send_log: HashMap<UserId, VecDeque<i64>>,
+    send_log: HashMap<UserId, rules::FixedWindow>,
     /// Call times per MCP key hash (300/min).
-    mcp_log: HashMap<String, VecDeque<i64>>,
+    mcp_log: HashMap<String, rules::FixedWindow>,
 }
 
 // ---------------------------------------------------------------- reads
@@ -426,14 +409,6 @@ fn load_conversation(c: &Connection, id: ConversationId) -> ApiResult<Conversati
                 ai_member_count: r.get(4)?,
             })
         },
-    )?)
-}
-
-fn latest_message_id(c: &Connection, conv: ConversationId) -> ApiResult<Option<MessageId>> {
-    Ok(c.query_row(
-        "SELECT MAX(id) FROM messages WHERE conversation_id = ?1",
-        [conv],
-        |r| r.get(0),
     )?)
 }
 
@@ -722,77 +697,48 @@ impl Store {
         Ok(MessagePage { messages, has_more })
     }
 
-    /// Send a message (text, status, failure — or an image when `image` is
-    /// given): membership, content gates, rate limit, gap check, mention
-    /// filter, one insert. Returns the message and the members to notify.
+    /// Send a message as production's REST routes do: membership, the
+    /// empty and length checks, the message rate limit (text only), the
+    /// mention filter, one insert. No markdown gate and no gap check here:
+    /// those are the MCP tool's ([`Store::gap_check`]). `kind` is `image`
+    /// exactly when `image` is given; the operator surface may store any
+    /// other word (e.g. `voice`) to seed a room. Returns the message and
+    /// the members to notify.
     pub fn send(
         &mut self,
         now: i64,
         sender: UserId,
         conv: ConversationId,
         req: &SendMessage,
+        kind: &MessageKind,
         image: Option<(&str, &[u8])>,
     ) -> ApiResult<(Message, Vec<UserId>)> {
         require_member(&self.conn, conv, sender)?;
-        let kind = if image.is_some() {
-            MessageKind::Image
-        } else {
-            req.kind
-        };
-        if image.is_none() && kind == MessageKind::Image {
+        if image.is_some() != (*kind == MessageKind::Image) {
             return Err(ApiError::bad_request(
                 "image messages are sent to the images route",
             ));
         }
-        let gate_kind = if kind == MessageKind::Failure {
-            SendKind::Failure
-        } else {
-            SendKind::Normal
-        };
-        // An image may come without a caption; a caption still passes the gates.
+        // An image may come without a caption.
         if image.is_none() || !req.body.is_empty() {
-            gates::check_body(&req.body, gate_kind).map_err(gate_error)?;
+            gates::check_length(&req.body).map_err(gate_error)?;
         }
-        let log = self.send_log.entry(sender).or_default();
-        if let Err(retry) = rules::rate_check(log, now, limits::SEND_RATE_PER_MIN) {
+        // Only text counts against the message rate limit (production).
+        let counts = *kind == MessageKind::Text;
+        if counts
+            && let Err(retry) = self
+                .send_log
+                .entry(sender)
+                .or_default()
+                .check(now, limits::SEND_RATE_PER_MIN)
+        {
             return Err(ApiError::rate_limited(
                 format!(
-                    "at most {} messages per minute; retry in {retry} s",
+                    "at most {} text messages per calendar minute; retry in {retry} s",
                     limits::SEND_RATE_PER_MIN
                 ),
                 retry,
             ));
-        }
-        // The gap check: a failure report passes every gate; `force` skips it.
-        if let (Some(expect), false, false) = (
-            req.expect_latest_id,
-            req.force,
-            kind == MessageKind::Failure,
-        ) {
-            let mut st = self.conn.prepare(&format!(
-                "{MESSAGE_SELECT} WHERE m.conversation_id = ?1 AND m.id > ?2 \
-                 ORDER BY m.id DESC LIMIT ?3"
-            ))?;
-            let newer = st
-                .query_map(params![conv, expect, GAP_UNREAD_MAX], message_row)?
-                .collect::<rusqlite::Result<Vec<_>>>()?;
-            let unread: Vec<Message> =
-                gates::unread_since(&newer, Some(expect), |m| m.id, |m| m.sender_id == sender)
-                    .into_iter()
-                    .cloned()
-                    .collect();
-            if !unread.is_empty() {
-                let mut e = ApiError::conflict(
-                    codes::GAP,
-                    format!(
-                        "{} message(s) arrived after {expect}; read them first or send with force",
-                        unread.len()
-                    ),
-                );
-                e.body.latest_id = latest_message_id(&self.conn, conv)?;
-                e.body.unread = unread;
-                return Err(e);
-            }
         }
         let tx = self.conn.transaction()?;
         let members = member_ids(&tx, conv)?;
@@ -805,7 +751,7 @@ impl Store {
                 sender,
                 req.body,
                 serde_json::to_string(&mentions).unwrap_or_else(|_| "[]".into()),
-                kind_str(kind),
+                kind.as_str(),
                 now
             ],
         )?;
@@ -822,8 +768,46 @@ impl Store {
             message_row,
         )?;
         tx.commit()?;
-        self.send_log.entry(sender).or_default().push_back(now);
+        if counts {
+            self.send_log.entry(sender).or_default().record(now);
+        }
         Ok((msg, members))
+    }
+
+    /// Production's gap check of `chat_send_text` (seed 002 §0.3): read the
+    /// newest [`limits::GAP_CHECK_READ`] messages as the sender (membership
+    /// applies) and refuse with 409 `gap` when [`gates::gap_unread`] finds
+    /// any. A check that cannot read refuses the send too.
+    pub fn gap_check(
+        &self,
+        sender: UserId,
+        conv: ConversationId,
+        expect_latest_id: MessageId,
+    ) -> ApiResult<()> {
+        let page = self.messages(sender, conv, limits::GAP_CHECK_READ, None)?;
+        let unread: Vec<Message> = gates::gap_unread(
+            &page.messages,
+            expect_latest_id,
+            |m| m.id,
+            |m| m.sender_id == sender,
+        )
+        .into_iter()
+        .cloned()
+        .collect();
+        if unread.is_empty() {
+            return Ok(());
+        }
+        let mut e = ApiError::conflict(
+            codes::GAP,
+            format!(
+                "{} message(s) you have not read since {expect_latest_id}; read them first or send with force",
+                unread.len()
+            ),
+        );
+        e.body.error.latest_id = page.messages.first().map(|m| m.id);
+        e.body.error.unread_count = Some(unread.len() as u32);
+        e.body.error.unread = unread;
+        Err(e)
     }
 
     // ------------------------------------------------------------ keys
@@ -862,9 +846,9 @@ impl Store {
 
     /// Count one MCP call against the key's window; `Err` = over the limit.
     pub fn mcp_rate(&mut self, key_sha256: &str, now: i64) -> Result<(), u64> {
-        let log = self.mcp_log.entry(key_sha256.to_string()).or_default();
-        rules::rate_check(log, now, limits::MCP_CALLS_PER_MIN)?;
-        log.push_back(now);
+        let w = self.mcp_log.entry(key_sha256.to_string()).or_default();
+        w.check(now, limits::MCP_CALLS_PER_MIN)?;
+        w.record(now);
         Ok(())
     }
 
@@ -1178,7 +1162,7 @@ impl Store {
                 .optional()?;
             if let Some(other) = working {
                 return Err(ApiError::conflict(
-                    codes::ALREADY_WORKING,
+                    codes::AGENT_BUSY,
                     format!("card {other} is already working; finish it first"),
                 ));
             }

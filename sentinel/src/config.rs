@@ -86,6 +86,8 @@ pub struct TimingsFile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ws_backoff_max_ms: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ws_stable_after_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reaper_tick_ms: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub heartbeat_retry_ms: Option<u64>,
@@ -104,6 +106,8 @@ pub struct Timings {
     pub failure_backoff: [Duration; 3],
     pub ws_backoff_start: Duration,
     pub ws_backoff_max: Duration,
+    /// A connection up this long resets the reconnect backoff.
+    pub ws_stable_after: Duration,
     pub reaper_tick: Duration,
     pub heartbeat_retry: Duration,
     /// `None`: follow the backend's `next_beat_sec` (with the floor).
@@ -119,6 +123,7 @@ impl Default for Timings {
             failure_backoff: limits::FAILURE_BACKOFF,
             ws_backoff_start: limits::WS_BACKOFF_START,
             ws_backoff_max: limits::WS_BACKOFF_MAX,
+            ws_stable_after: limits::WS_STABLE_AFTER,
             reaper_tick: REAPER_TICK,
             heartbeat_retry: HEARTBEAT_RETRY,
             heartbeat_every: None,
@@ -140,6 +145,7 @@ impl Timings {
                 .map_or(d.failure_backoff, |a| a.map(ms)),
             ws_backoff_start: f.ws_backoff_start_ms.map_or(d.ws_backoff_start, ms),
             ws_backoff_max: f.ws_backoff_max_ms.map_or(d.ws_backoff_max, ms),
+            ws_stable_after: f.ws_stable_after_ms.map_or(d.ws_stable_after, ms),
             reaper_tick: f.reaper_tick_ms.map_or(d.reaper_tick, ms),
             heartbeat_retry: f.heartbeat_retry_ms.map_or(d.heartbeat_retry, ms),
             heartbeat_every: f.heartbeat_ms.map(ms),

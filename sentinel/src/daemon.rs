@@ -23,7 +23,7 @@ use crate::agent::Agent;
 use crate::config::{ConfigError, SentinelConfig};
 use crate::constants::{OBITUARIES_FILE, STATUS_FILE};
 use crate::lock::{self, LockError};
-use crate::policy::ws_backoff;
+use crate::policy::{login_notice_due, ws_backoff};
 use crate::prompts::PromptSet;
 use crate::round::RoundCtx;
 use crate::state::{Cursors, Obituaries, StateError, Status};
@@ -91,9 +91,12 @@ pub fn agent_env(home: &Home, cfg: &SentinelConfig, hoop_exe: &Path) -> BTreeMap
 }
 
 /// Log in, retrying with the reconnect backoff until the backend answers
-/// (a sentinel started before its backend must not exit).
-async fn login_until_ok(client: &Client, cfg: &SentinelConfig) -> User {
+/// (a sentinel started before its backend must not exit). A refused login
+/// (401) is retried too, but an operator must see it: once per cause and
+/// hour it goes to stderr and into the status file's `login_error`.
+async fn login_until_ok(client: &Client, cfg: &SentinelConfig, status_path: &Path) -> User {
     let mut backoff = None;
+    let mut told: BTreeMap<&'static str, i64> = BTreeMap::new();
     loop {
         match client.login().await {
             Ok(r) => return r.user,
@@ -101,9 +104,38 @@ async fn login_until_ok(client: &Client, cfg: &SentinelConfig) -> User {
                 let wait = ws_backoff(&cfg.timings, backoff);
                 backoff = Some(wait);
                 tracing::warn!(error = %e, secs = wait.as_secs_f64(), "login failed; retrying");
+                if let Some(cause) = lasting_login_failure(&e) {
+                    let now = now_unix();
+                    if login_notice_due(told.get(cause).copied(), now) {
+                        told.insert(cause, now);
+                        let notice = format!("hoop sentinel: cannot log in, retrying: {e}");
+                        eprintln!("{notice}");
+                        let status = Status {
+                            pid: std::process::id(),
+                            started_at: now,
+                            login_error: Some(notice),
+                            ..Default::default()
+                        };
+                        if let Err(e) = status.save(status_path) {
+                            tracing::warn!(error = %e, "could not write the status file");
+                        }
+                    }
+                }
                 tokio::time::sleep(wait).await;
             }
         }
+    }
+}
+
+/// A login failure that retrying alone will not cure (a person must act),
+/// by cause; `None` for a passing one (the backend is down, a timeout).
+pub fn lasting_login_failure(e: &hoop_api::Error) -> Option<&'static str> {
+    match e {
+        hoop_api::Error::LoginRefused { .. } | hoop_api::Error::Unauthorized { .. } => {
+            Some("login_refused")
+        }
+        hoop_api::Error::Unparseable { .. } => Some("unreadable_answer"),
+        _ => None,
     }
 }
 
@@ -153,7 +185,7 @@ where
     );
     // A process a crashed predecessor left running would answer on its own.
     crate::driver_agent::stop_leftover(&home.dir(), &workdir, &cfg.claude_bin).await;
-    let me = login_until_ok(&client, &cfg).await;
+    let me = login_until_ok(&client, &cfg, &home.dir().join(STATUS_FILE)).await;
     tracing::info!(user = me.id, username = %me.username, "logged in");
 
     let setup = AgentSetup {

@@ -4,10 +4,12 @@
 //! instructions. No I/O: the daemon fetches pages and feeds them in.
 //!
 //! Decisions written down here:
-//! - Own status broadcasts and own failure reports are transparent: they are
-//!   not an answer, so they never count as "I spoke last" (otherwise the
+//! - Own failure reports and obituaries are transparent: they are not an
+//!   answer, so they never count as "I spoke last" (otherwise the
 //!   "⚠️ this round failed" note would advance the cursor past the very
-//!   message that failed).
+//!   message that failed). They are recognised by the failure mark at the
+//!   start of the body (`core::gates::is_failure_report`), never by a
+//!   message kind: production knows text, image and voice only.
 //! - Messages before the account's own newest reply are context, not work:
 //!   if a turn answered and the daemon died before committing, the next round
 //!   sees the reply and does not answer again.
@@ -34,6 +36,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use hoop_api::types::{Conversation, ConversationId, Message, MessageId, MessageKind, UnixSecs};
+use hoop_core::gates::is_failure_report;
 use hoop_core::limits::PULL_EXTRA_PAGES;
 
 use crate::constants::{NEW_ROOM_EXTRA_PAGES, ROOM_FAILURE_LOG_EVERY};
@@ -184,10 +187,10 @@ pub struct DecideInput<'a> {
     pub new_room_backlog: Duration,
 }
 
-/// Is this message the account's own answer (not a status broadcast, not a
-/// failure report)?
+/// Is this message the account's own answer (not a failure report or an
+/// obituary)?
 pub fn is_own_reply(me_id: i64, m: &Message) -> bool {
-    m.sender_id == me_id && matches!(m.kind, MessageKind::Text | MessageKind::Image)
+    m.sender_id == me_id && !is_failure_report(&m.body)
 }
 
 /// Does this room count as a multi-AI room for the wake rule?
@@ -201,6 +204,7 @@ pub fn is_multi_ai(c: &Conversation) -> bool {
 pub fn needs_answer(me: &Me<'_>, multi_ai: bool, m: &Message) -> bool {
     m.sender_id != me.id
         && matches!(m.kind, MessageKind::Text | MessageKind::Image)
+        && !is_failure_report(&m.body)
         && (!multi_ai || mentions_me(me, &m.body, &m.mentions))
 }
 
@@ -556,7 +560,7 @@ fn line(s: &mut String, m: &Message, me_id: i64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hoop_api::types::Mention;
+    use hoop_api::types::{Mention, MessageKind};
 
     const ME: Me<'static> = Me {
         id: 7,
@@ -764,25 +768,40 @@ mod tests {
                 1,
                 vec![
                     msg(10, 1, "hi"),
-                    kind(msg(11, me, "working"), MessageKind::Status),
+                    msg(11, me, crate::constants::FAILURE_NOTICE),
                 ],
                 None,
-                "own status broadcast is transparent",
+                "own failure note is transparent (by its mark, not a kind)",
+            ),
+            (
+                1,
+                vec![msg(10, 1, "hi"), msg(11, me, crate::constants::OBITUARY)],
+                None,
+                "own obituary is transparent",
+            ),
+            (
+                1,
+                vec![msg(10, 1, "hi"), msg(11, me, "the build ⚠️ is red")],
+                adv(AdvanceWhy::OwnLast),
+                "a mark inside an answer is still an answer",
             ),
             (
                 1,
                 vec![
                     msg(10, 1, "hi"),
-                    kind(msg(11, me, "⚠️ this round failed"), MessageKind::Failure),
+                    kind(
+                        msg(11, me, "hi back"),
+                        MessageKind::Unknown("sticker".into()),
+                    ),
                 ],
-                None,
-                "own failure report is transparent",
+                adv(AdvanceWhy::OwnLast),
+                "an own message of an unknown kind is an answer",
             ),
             (
                 1,
-                vec![kind(msg(11, me, "working"), MessageKind::Status)],
+                vec![msg(11, me, crate::constants::FAILURE_NOTICE)],
                 adv(AdvanceWhy::OwnLast),
-                "only own status: nothing from others",
+                "only own failure note: nothing from others",
             ),
             (
                 2,
@@ -902,13 +921,13 @@ mod tests {
     }
 
     #[test]
-    fn others_status_and_failure_notes_are_not_work() {
+    fn others_voice_messages_and_failure_notes_are_not_work() {
         let d = run(
             1,
             Some(5),
             vec![
-                kind(msg(10, 1, "working"), MessageKind::Status),
-                kind(msg(11, 1, "⚠️ failed"), MessageKind::Failure),
+                kind(msg(10, 1, "▁▃▅▇▅▃▁"), MessageKind::Voice),
+                msg(11, 1, "⚠️ failed"),
             ],
         );
         assert!(matches!(d, Decision::Advance { to: 11, .. }), "{d:?}");
@@ -934,7 +953,7 @@ mod tests {
         };
         let me = ME.id;
         let reply = |i| msg(i, me, "a");
-        let note = |i| kind(msg(i, me, "⚠️ this round failed"), MessageKind::Failure);
+        let note = |i| msg(i, me, "⚠️ this round failed");
         let q = |i| msg(i, 1, "@bolt q");
         let chat = |i| msg(i, 1, "for someone else");
         // (ai, work, floor, after the turn, shown, want cursor, want unanswered, why)

@@ -125,6 +125,25 @@ pub fn log_heartbeat_failure(n: u64) -> bool {
     HEARTBEAT_LOG_AT.contains(&n)
 }
 
+/// The backoff to carry after a connection that stayed up `stayed_up`:
+/// only a connection that lived at least `stable` resets it (`None`), so a
+/// server that accepts and drops at once does not get a login every
+/// second for ever.
+pub fn backoff_after_drop(
+    prev: Option<Duration>,
+    stayed_up: Duration,
+    stable: Duration,
+) -> Option<Duration> {
+    if stayed_up >= stable { None } else { prev }
+}
+
+/// May a notice of a failed login with this `cause`, last told at `last`
+/// (Unix seconds), be told again at `now`? Once per cause and hour (the
+/// obituary's cadence).
+pub fn login_notice_due(last: Option<i64>, now: i64) -> bool {
+    obituary_due(last, now)
+}
+
 /// The WebSocket reconnect wait after `prev` (None: the first failure):
 /// starts at the floor and doubles up to the ceiling.
 pub fn ws_backoff(timings: &Timings, prev: Option<Duration>) -> Duration {
@@ -137,6 +156,47 @@ pub fn ws_backoff(timings: &Timings, prev: Option<Duration>) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_stable_connection_resets_the_backoff() {
+        let s = Duration::from_secs;
+        // (prev, stayed up, want)
+        let cases: &[(Option<u64>, u64, Option<u64>)] = &[
+            (Some(8), 0, Some(8)),
+            (Some(8), 59, Some(8)),
+            (Some(8), 60, None),
+            (Some(8), 3_600, None),
+            (None, 0, None),
+        ];
+        for (prev, up, want) in cases {
+            assert_eq!(
+                backoff_after_drop(prev.map(s), s(*up), s(60)),
+                want.map(s),
+                "{prev:?} {up}"
+            );
+        }
+        // Accept-then-drop for ever: the wait keeps growing to the ceiling.
+        let t = Timings::default();
+        let mut b = None;
+        for _ in 0..10 {
+            b = backoff_after_drop(b, Duration::ZERO, t.ws_stable_after);
+            b = Some(ws_backoff(&t, b));
+        }
+        assert_eq!(b, Some(t.ws_backoff_max));
+    }
+
+    #[test]
+    fn a_login_notice_is_told_once_per_cause_and_hour() {
+        let cases: &[(Option<i64>, i64, bool)] = &[
+            (None, 100, true),
+            (Some(100), 101, false),
+            (Some(100), 3_699, false),
+            (Some(100), 3_700, true),
+        ];
+        for (last, now, want) in cases {
+            assert_eq!(login_notice_due(*last, *now), *want, "{last:?} {now}");
+        }
+    }
 
     fn t() -> Timings {
         Timings::default()

@@ -17,7 +17,7 @@ use hoop_api::error::Error as ApiError;
 use hoop_api::rest::Client;
 use hoop_api::say_seen::SaySeen;
 use hoop_api::types::{
-    Conversation, ConversationId, MessageId, MessageKind, SendMessage, UnixSecs, UsageReport, User,
+    Conversation, ConversationId, MessageId, SendMessage, UnixSecs, UsageReport, User,
 };
 use hoop_core::clock::now_unix;
 use hoop_core::home::Home;
@@ -148,7 +148,7 @@ pub async fn run<A: Agent>(
 /// once per cause and hour"; the full error goes into the log line).
 fn cause_of(e: &ApiError) -> String {
     match e {
-        ApiError::Http { status, .. } => format!("http {status}"),
+        ApiError::Unparseable { status, .. } => format!("http {status}"),
         ApiError::Refused { status, code, .. } => format!("{status} {code}"),
         ApiError::NotFound { code, .. } => format!("404 {code}"),
         ApiError::Transport(_) => "transport".into(),
@@ -439,16 +439,21 @@ async fn report_usage(
     }
 }
 
-/// Post a failure-kind message (no gate blocks it) to every woken room.
+/// Post a failure report (its body begins with a failure mark, so the
+/// sentinel knows it for its own) to every woken room. The REST route has
+/// no content gate; a rate limit is outwaited (bounded) by
+/// `send_failure_report`.
 async fn post_to_rooms(ctx: &RoundCtx, wakes: &[Wake], body: &str) {
     for w in wakes {
         let msg = SendMessage {
             body: body.to_string(),
-            kind: MessageKind::Failure,
-            force: true,
             ..Default::default()
         };
-        match ctx.client.send(w.conversation_id, &msg).await {
+        match ctx
+            .client
+            .send_failure_report(w.conversation_id, &msg)
+            .await
+        {
             Ok(m) => tracing::info!(
                 conversation = w.conversation_id,
                 message_id = m.id,

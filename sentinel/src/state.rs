@@ -189,6 +189,10 @@ pub struct Status {
     pub last_round_result: Option<RoundResult>,
     #[serde(default)]
     pub consecutive_failures: u32,
+    /// Why the daemon cannot log in, while it cannot (a refused login is
+    /// retried for ever; this is where an operator sees it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub login_error: Option<String>,
 }
 
 impl Status {

@@ -174,15 +174,10 @@ pub struct PostArgs {
     /// Structured mention: a user (id, username or email) or `everyone`.
     #[arg(long = "mention")]
     pub mentions: Vec<String>,
-    /// `text` (default), `status` or `failure`.
+    /// The message kind: `text` (default), `voice`, or any other word, to
+    /// seed a room with kinds the toolkit must tolerate (not `image`).
     #[arg(long, default_value = "text")]
     pub kind: String,
-    /// The newest message id the sender has seen (gap check).
-    #[arg(long)]
-    pub expect_latest_id: Option<i64>,
-    /// Send despite the gap check.
-    #[arg(long)]
-    pub force: bool,
     pub text: String,
 }
 
@@ -464,12 +459,10 @@ async fn operate(cmd: Command) -> anyhow::Result<ExitCode> {
                     mentions.push(Mention::User(user_id(&c, m).await?));
                 }
             }
-            let kind = match a.kind.as_str() {
-                "text" => MessageKind::Text,
-                "status" => MessageKind::Status,
-                "failure" => MessageKind::Failure,
-                other => bail!("--kind is text, status or failure (not {other:?})"),
-            };
+            let kind = MessageKind::from_word(&a.kind);
+            if kind == MessageKind::Image {
+                bail!("--kind image: images are sent through the images route");
+            }
             let msg = c
                 .post_as(
                     a.room,
@@ -478,10 +471,8 @@ async fn operate(cmd: Command) -> anyhow::Result<ExitCode> {
                         message: SendMessage {
                             body: a.text,
                             mentions,
-                            expect_latest_id: a.expect_latest_id,
-                            force: a.force,
-                            kind,
                         },
+                        kind,
                     },
                 )
                 .await?;
@@ -595,7 +586,7 @@ fn render_message(m: &Message, names: &HashMap<i64, String>) -> String {
     let time = hoop_meter::timefmt::fmt_ts(m.created_at.saturating_mul(1000));
     let mut head = format!("#{} {time} {}", m.id, terminal_safe(&m.sender_username));
     if m.kind != MessageKind::Text {
-        let kind = serde_json::to_value(m.kind)
+        let kind = serde_json::to_value(&m.kind)
             .ok()
             .and_then(|v| v.as_str().map(str::to_string))
             .unwrap_or_else(|| "?".into());
@@ -682,7 +673,7 @@ mod tests {
     #[test]
     fn a_page_reads_oldest_first_with_kinds_mentions_and_paging() {
         let mut status = msg(3, "bolt", "working on card 4");
-        status.kind = MessageKind::Status;
+        status.kind = MessageKind::Voice;
         let mut asked = msg(2, "ann", "hi @bolt\nsecond line");
         asked.mentions = vec![Mention::User(8), Mention::EVERYONE, Mention::User(99)];
         let page = MessagePage {
@@ -694,7 +685,7 @@ mod tests {
             render_page(&page, &names),
             "#2 2027-01-15T08:00:00Z ann → @bolt @everyone @99: hi @bolt\n\
              \x20   second line\n\
-             #3 2027-01-15T08:00:00Z bolt [status]: working on card 4\n\
+             #3 2027-01-15T08:00:00Z bolt [voice]: working on card 4\n\
              (older messages exist: --before 2)\n"
         );
         let empty = MessagePage {

@@ -378,9 +378,8 @@ async fn demo(args: &Args, claude: &Path, found: &str) -> anyhow::Result<ExitCod
                     message: SendMessage {
                         body: body.into(),
                         mentions: vec![Mention::User(bolt.id)],
-                        force: true,
-                        ..Default::default()
                     },
+                    ..Default::default()
                 },
             )
             .await?;

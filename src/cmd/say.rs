@@ -14,19 +14,23 @@
 //!   one (to the newest message when all were printed), the rest is named
 //!   with the `hoop read` command that shows it, and nothing is sent
 //!   (exit 2).
-//! - A send carries `expect_latest_id` = the newest message read (0 when
-//!   the room was empty), so a message that lands between the read and the
-//!   send is refused by the backend (409 `gap`); the room is then read again
-//!   and shown the same way, exit 2.
-//! - After a successful normal send the watermark moves to the sent
-//!   message's id: the backend accepted `expect_latest_id`, so nothing else
-//!   is newer than what was shown.
+//! - The send goes to production's REST text route, which runs no content
+//!   gate and no gap check: this command's own `core::gates` (markdown, cap,
+//!   empty) and the read above are the gates, as production's `say` does it.
+//!   Like production's gap check it is two calls, not an atomic "send only
+//!   if nothing changed": a message landing between them is not caught here
+//!   (the sentinel's round still sees it: it is newer than what was shown).
+//!   Should a backend refuse with `gap` anyway, the room is read again and
+//!   shown the same way, exit 2.
+//! - After a successful normal send the watermark moves to the newest
+//!   message shown before it (never past a message nobody showed).
 //! - `--anyway` ("I have just read them one by one") skips the local unread
-//!   check only; the backend's gap check above still applies.
-//! - `--failure` sends a failure report (kind `failure`): no gap check, no
-//!   markdown gate (the cap and the empty check still apply), a rate limit
-//!   is waited out (up to one window) rather than refused, and the
-//!   watermark does not move, since nothing was read.
+//!   check.
+//! - `--failure` sends a failure report (its body begins with a failure
+//!   mark, no message kind is relied on): no gap check, no markdown gate (the
+//!   cap and the empty check still apply), a rate limit is waited out (up to
+//!   one calendar minute) rather than refused, and the watermark does not
+//!   move, since nothing was read.
 //! - A backend that cannot be reached is tried [`SAY_TRANSPORT_TRIES`]
 //!   times with a doubling pause; before a send is tried again the room is
 //!   checked for it (a send whose answer was lost is not sent twice). When
@@ -56,11 +60,6 @@ use hoop_core::limits::{CHAT_READ_MAX, REST_BODY_CAP_BYTES, SAY_GAP_WINDOW, SEND
 /// `expect_latest_id` of a send into a room that had no message: message
 /// ids are positive, so the backend's gap check sees any message as newer.
 pub const EMPTY_ROOM: MessageId = 0;
-/// A failure report waits out the rate limit at most this long: one rate
-/// window, after which the backend must take it.
-pub const FAILURE_RATE_WAIT: Duration = Duration::from_secs(60);
-/// How often a rate-limited failure report is retried while it waits.
-const FAILURE_RETRY_POLL: Duration = Duration::from_secs(1);
 /// Exit code: unread messages were printed, or a gate refused.
 pub const EXIT_GATED: u8 = 2;
 /// The largest image file accepted: its base64 (4/3 larger) plus the JSON
@@ -285,11 +284,11 @@ where
 /// lines indented, a long body cut.
 pub fn render_message(out: &mut String, m: &Message, me: UserId) {
     let you = if m.sender_id == me { " (you)" } else { "" };
-    let tag = match m.kind {
-        MessageKind::Text => "",
-        MessageKind::Image => " [image]",
-        MessageKind::Status => " [status]",
-        MessageKind::Failure => " [failure]",
+    let tag = match &m.kind {
+        MessageKind::Text => String::new(),
+        MessageKind::Image => " [image]".into(),
+        MessageKind::Voice => " [voice]".into(),
+        MessageKind::Unknown(w) => format!(" [{w}]"),
     };
     out.push_str(&format!("#{} @{}{you}{tag}:", m.id, m.sender_username));
     let body: String = m.body.chars().take(SHOW_BODY_CAP_CHARS).collect();
@@ -404,13 +403,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         payload: Payload::Text(SendMessage {
             body: text,
             mentions: args.mentions,
-            expect_latest_id: None,
-            force: args.failure,
-            kind: if args.failure {
-                MessageKind::Failure
-            } else {
-                MessageKind::Text
-            },
         }),
     })
 }
@@ -506,12 +498,13 @@ async fn show_unread(
 }
 
 /// After a transport error on a send: did it land anyway (its answer lost)?
-/// Looks for the account's own message with the same body and kind newer
-/// than `after`.
+/// Looks for the account's own message with the same body (as sent: a
+/// failure report carries its mark) and kind newer than `after`.
 async fn landed(client: &Client, req: &Request, me: UserId, after: MessageId) -> Option<Message> {
     let (body, kind) = match &req.payload {
-        Payload::Text(m) => (m.body.as_str(), m.kind),
-        Payload::Image(i) => (i.caption.as_str(), MessageKind::Image),
+        Payload::Text(m) if req.failure => (gates::as_failure_report(&m.body), MessageKind::Text),
+        Payload::Text(m) => (m.body.clone(), MessageKind::Text),
+        Payload::Image(i) => (i.caption.clone(), MessageKind::Image),
     };
     let page = client.messages(req.room, SAY_GAP_WINDOW, None).await.ok()?;
     page.messages
@@ -530,36 +523,25 @@ async fn send(req: &Request, seen_path: &Path) -> anyhow::Result<Sent> {
     };
 
     // The newest id before the send: what a landed copy must be newer than.
-    let (expect_latest_id, baseline) = if req.failure {
-        let newest = client
+    let baseline = if req.failure {
+        client
             .messages(room, 1, None)
             .await
             .ok()
-            .and_then(|p| p.messages.first().map(|m| m.id));
-        (None, newest)
+            .and_then(|p| p.messages.first().map(|m| m.id))
     } else {
         match show_unread(&client, req, seen_path, me, req.anyway, "unread message(s)").await? {
-            Ok(expect) => (Some(expect), Some(expect)),
+            Ok(newest) => Some(newest),
             Err(sent) => return Ok(sent),
         }
     };
 
     let attempt = || async {
         match &req.payload {
-            Payload::Text(m) => {
-                let m = SendMessage {
-                    expect_latest_id,
-                    ..m.clone()
-                };
-                client.send(room, &m).await
-            }
-            Payload::Image(i) => {
-                let i = SendImage {
-                    expect_latest_id,
-                    ..i.clone()
-                };
-                client.send_image(room, &i).await
-            }
+            // Bad news must get out: the client outwaits the rate limit.
+            Payload::Text(m) if req.failure => client.send_failure_report(room, m).await,
+            Payload::Text(m) => client.send(room, m).await,
+            Payload::Image(i) => client.send_image(room, i).await,
         }
     };
     let mut result = attempt().await;
@@ -581,29 +563,14 @@ async fn send(req: &Request, seen_path: &Path) -> anyhow::Result<Sent> {
         }
         result = attempt().await;
     }
-    if req.failure {
-        // Bad news must get out: a failure report outwaits the rate limit
-        // (at most one window), retrying every second in case the window
-        // moves sooner than announced.
-        let give_up = tokio::time::Instant::now() + FAILURE_RATE_WAIT;
-        while let Err(ApiError::RateLimited { retry_after }) = &result {
-            let wait = retry_after.unwrap_or(FAILURE_RATE_WAIT);
-            let now = tokio::time::Instant::now();
-            if now >= give_up || now + wait > give_up + FAILURE_RETRY_POLL {
-                break;
-            }
-            tracing::info!(
-                wait_s = wait.as_secs(),
-                "failure report rate limited; waiting"
-            );
-            tokio::time::sleep(FAILURE_RETRY_POLL.min(wait)).await;
-            result = attempt().await;
-        }
-    }
     match result {
         Ok(m) => {
-            if !req.failure {
-                advance(seen_path, room, m.id)?;
+            // Up to what was shown, not to the sent message: without an
+            // atomic gap check something may have landed in between.
+            if !req.failure
+                && let Some(shown) = baseline
+            {
+                advance(seen_path, room, shown)?;
             }
             Ok(Sent::Ok(m))
         }

@@ -250,14 +250,35 @@ fn serve_and_operate_from_the_shell() {
     assert_eq!(msg["mentions"], json!([bolt["id"], "everyone"]));
     assert_eq!(msg["sender_username"], "ann");
 
-    // The same gates apply to the operator's posts.
+    // The operator's posts take the REST text route's checks (production
+    // runs no markdown gate there), and may seed kinds the toolkit must
+    // tolerate; an image kind is refused (images have their own route).
+    let voice = op_json(
+        &srv,
+        &root,
+        &[
+            "post", "--as", "ann", "--room", &room_id, "--kind", "voice", "**~**",
+        ],
+    );
+    assert_eq!(
+        (voice["kind"].as_str(), voice["body"].as_str()),
+        (Some("voice"), Some("**~**"))
+    );
     let refused = op(
         &srv,
         &root,
-        &["post", "--as", "ann", "--room", &room_id, "**bold**"],
+        &[
+            "post", "--as", "ann", "--room", &room_id, "--kind", "image", "x",
+        ],
     );
     assert!(!refused.status.success());
-    assert!(String::from_utf8_lossy(&refused.stderr).contains("markdown_refused"));
+    let empty = op(
+        &srv,
+        &root,
+        &["post", "--as", "ann", "--room", &room_id, " "],
+    );
+    assert!(!empty.status.success());
+    assert!(String::from_utf8_lossy(&empty.stderr).contains("bad_request"));
 
     // The MCP key is printed once and works on /mcp.
     let key = op_json(&srv, &root, &["key", "mint", "--user", "bolt"]);
@@ -273,7 +294,7 @@ fn serve_and_operate_from_the_shell() {
     );
     assert_eq!(st, 200, "{v}");
     assert_eq!(
-        v["result"]["structuredContent"]["messages"][0]["body"],
+        v["result"]["structuredContent"]["messages"][1]["body"],
         "hi @bolt"
     );
 
@@ -335,7 +356,10 @@ fn serve_and_operate_from_the_shell() {
     let now = op_json(&srv, &root, &["clock", "advance", "901"]);
     assert!(now["now"].as_i64().unwrap() >= login["expires_at"].as_i64().unwrap());
     let (st, v) = http(&srv.url, "GET", "/v1/me", Some(&jwt), None);
-    assert_eq!((st, v["error"].as_str()), (401, Some("unauthorized")));
+    assert_eq!(
+        (st, v["error"]["code"].as_str()),
+        (401, Some("unauthorized"))
+    );
 
     // A wrong admin token is refused.
     let out = hoop()

@@ -40,7 +40,7 @@ async fn a_cached_token_is_reused_without_logging_in() {
     assert_eq!(other.me().await.unwrap().id, a.user.id);
     // Without the cache the same client is refused.
     let bare = env.client_for("nobody@example.test", None);
-    assert!(matches!(bare.me().await, Err(Error::Unauthorized { .. })));
+    assert!(matches!(bare.me().await, Err(Error::LoginRefused { .. })));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -84,10 +84,10 @@ async fn a_token_within_the_refresh_margin_is_replaced_before_use() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn wrong_credentials_are_unauthorized() {
+async fn wrong_credentials_are_a_refused_login() {
     let env = Env::start().await;
     let c = env.client_for("nobody@example.test", None);
-    assert!(matches!(c.login().await, Err(Error::Unauthorized { .. })));
+    assert!(matches!(c.login().await, Err(Error::LoginRefused { .. })));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -98,11 +98,28 @@ async fn the_agent_secret_from_agent_env_is_sent_on_login() {
     })
     .await;
     let a = env.agent("bolt").await;
-    // No agent.env yet: refused.
-    assert!(matches!(
-        a.client.me().await,
-        Err(Error::Unauthorized { .. })
-    ));
+    // No agent.env yet: refused, and (as production) not told apart from
+    // a wrong code; the client says what an operator can do about it.
+    let gate = a.client.me().await.unwrap_err();
+    let wrong = env
+        .client_for("nobody@example.test", None)
+        .login()
+        .await
+        .unwrap_err();
+    match (&gate, &wrong) {
+        (Error::LoginRefused { message: g }, Error::LoginRefused { message: w }) => {
+            assert_eq!(g, w, "the gate is not a distinct answer")
+        }
+        other => panic!("{other:?}"),
+    }
+    let told = gate.to_string();
+    for words in [
+        "fixed code",
+        "AGENT_LOGIN_SECRET or AGENT_LOGIN_CIDRS",
+        "HOOP_AGENT_SECRET",
+    ] {
+        assert!(told.contains(words), "{told}");
+    }
     std::fs::write(
         env.root.path().join("agent.env"),
         "# the machine's secret\nexport HOOP_AGENT_SECRET=\"s3cr3t-value\"\n",
@@ -118,5 +135,5 @@ async fn the_agent_secret_from_agent_env_is_sent_on_login() {
     )
     .unwrap();
     let c = hoop_api::Client::for_home(&a.home).unwrap();
-    assert!(matches!(c.login().await, Err(Error::Unauthorized { .. })));
+    assert!(matches!(c.login().await, Err(Error::LoginRefused { .. })));
 }

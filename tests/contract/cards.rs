@@ -85,10 +85,7 @@ async fn one_top_level_working_card_and_failed_needs_an_error() {
     let one = card(&a, "one", None).await;
     let two = card(&a, "two", None).await;
     a.client.claim_card(one.id).await.unwrap();
-    assert_eq!(
-        code(a.client.claim_card(two.id).await),
-        codes::ALREADY_WORKING
-    );
+    assert_eq!(code(a.client.claim_card(two.id).await), codes::AGENT_BUSY);
     assert_eq!(
         code(
             a.client

@@ -68,7 +68,7 @@ async fn chat_read_is_newest_first_with_its_counts() {
                     serde_json::to_value(ChatReadArgs {
                         conversation_id: room.id,
                         limit,
-                        before: None,
+                        ..Default::default()
                     })
                     .unwrap(),
                 )
@@ -163,7 +163,9 @@ async fn refused_tool_calls_are_the_same_typed_errors_as_rest() {
         .call::<_, Message>(tools::CHAT_SEND_TEXT, &send("blind", Some(sent.id)))
         .await
     {
-        Err(Error::Gap { latest_id, unread }) => {
+        Err(Error::Gap {
+            latest_id, unread, ..
+        }) => {
             assert_eq!((latest_id, unread[0].id), (newer.id, newer.id))
         }
         other => panic!("{other:?}"),
@@ -192,4 +194,98 @@ async fn refused_tool_calls_are_the_same_typed_errors_as_rest() {
         Err(Error::NotFound { .. }) => {}
         other => panic!("{other:?}"),
     }
+}
+
+/// Production's two gates of `chat_send_text` (seed 002 §0.3): markdown,
+/// then the gap check — only with `expect_latest_id` and without `force`,
+/// over the newest 30; a latest id not among them counts everything as new.
+/// `force` skips both. An image caption passes the markdown gate.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_send_text_gates_as_production_does() {
+    use hoop_api::types::mcp::{ChatSendImageArgs, ChatSendTextArgs};
+    use hoop_api::types::{Message, codes};
+    use hoop_core::limits::GAP_CHECK_READ;
+
+    let env = Env::start().await;
+    let (u, mcp) = helper(&env).await;
+    let ann = env.user("ann", false).await;
+    let room = env.room("ops", &[u.id, ann.id]).await;
+    let mut ids = Vec::new();
+    for i in 0..GAP_CHECK_READ + 5 {
+        ids.push(env.post_as(room.id, ann.id, &format!("m{i}")).await.id);
+    }
+    let newest = *ids.last().unwrap();
+    let oldest_read = ids[ids.len() - GAP_CHECK_READ as usize];
+    let args = |body: &str, expect: Option<i64>, force: bool| ChatSendTextArgs {
+        conversation_id: room.id,
+        body: body.into(),
+        expect_latest_id: expect,
+        force,
+        ..Default::default()
+    };
+    // (body, expect_latest_id, force, Ok(()) or Err((code, unread_count)))
+    type Want = Result<(), (&'static str, u32)>;
+    // Refusals store nothing, so they come first and see the same room.
+    let cases: Vec<(&str, Option<i64>, bool, Want)> = vec![
+        ("**bold**", None, false, Err((codes::MARKDOWN_REFUSED, 0))),
+        (
+            "seen four",
+            Some(ids[ids.len() - 5]),
+            false,
+            Err((codes::GAP, 4)),
+        ),
+        (
+            "oldest read",
+            Some(oldest_read),
+            false,
+            Err((codes::GAP, GAP_CHECK_READ - 1)),
+        ),
+        (
+            "beyond the 30",
+            Some(ids[0]),
+            false,
+            Err((codes::GAP, GAP_CHECK_READ)),
+        ),
+        (
+            "unknown id",
+            Some(newest + 1_000),
+            false,
+            Err((codes::GAP, GAP_CHECK_READ)),
+        ),
+        ("seen all", Some(newest), false, Ok(())),
+        ("no expect: no gap check", None, false, Ok(())),
+        ("forced over unread", Some(ids[0]), true, Ok(())),
+        ("**bold** forced", Some(ids[0]), true, Ok(())),
+    ];
+    for (body, expect, force, want) in cases {
+        // Reading the room now: what the agent has seen is `expect`.
+        let got = mcp
+            .call::<_, Message>(tools::CHAT_SEND_TEXT, &args(body, expect, force))
+            .await;
+        match (&want, got) {
+            (Ok(()), Ok(m)) => assert_eq!(m.body, body),
+            (Err((code, n)), Err(Error::Gap { unread_count, .. })) => {
+                assert_eq!((*code, *n), (codes::GAP, unread_count), "{body}")
+            }
+            (Err((code, _)), Err(e)) => assert_eq!(e.code(), Some(*code), "{body}: {e:?}"),
+            (w, g) => panic!("{body}: want {w:?}, got {g:?}"),
+        }
+    }
+    let png = "iVBORw0KGgoAAAANSUhEUg==";
+    let image = |caption: &str| ChatSendImageArgs {
+        conversation_id: room.id,
+        data_base64: png.into(),
+        mime: "image/png".into(),
+        caption: caption.into(),
+    };
+    let e = mcp
+        .call::<_, Message>(tools::CHAT_SEND_IMAGE, &image("**chart**"))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Some(codes::MARKDOWN_REFUSED));
+    let m: Message = mcp
+        .call(tools::CHAT_SEND_IMAGE, &image("the chart"))
+        .await
+        .unwrap();
+    assert_eq!(m.body, "the chart");
 }

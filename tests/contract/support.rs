@@ -106,13 +106,20 @@ impl Env {
                     sender_id: sender,
                     message: SendMessage {
                         body: body.to_string(),
-                        force: true,
                         ..Default::default()
                     },
+                    ..Default::default()
                 },
             )
             .await
             .expect("post as")
+    }
+
+    /// Move the server's clock to the first second of a calendar minute, so
+    /// a test's burst of sends stays inside one rate bucket.
+    pub fn start_of_a_minute(&self) {
+        let now = self.backend.clock().now();
+        self.backend.clock().advance(60 - now.rem_euclid(60));
     }
 
     /// The newest messages of a room, read as `agent`.

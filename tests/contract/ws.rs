@@ -25,7 +25,7 @@ async fn hello_then_message_new_for_members() {
     let ann = env.user("ann", false).await;
     let room = env.room("ops", &[a.user.id, ann.id]).await;
     let mut c = ws::connect(&a.client).await.unwrap();
-    assert_eq!(c.user_id(), a.user.id);
+    assert_eq!(c.user_id(), Some(a.user.id));
     let sent = env.post_as(room.id, ann.id, "ping for bolt").await;
     match next(&mut c).await {
         WsEvent::MessageNew {
@@ -87,7 +87,7 @@ async fn a_refused_upgrade_logs_in_again() {
         .clock()
         .advance(JWT_LIFETIME.as_secs() as i64 + 60);
     let c = ws::connect(&a.client).await.expect("re-login on 401");
-    assert_eq!(c.user_id(), a.user.id);
+    assert_eq!(c.user_id(), Some(a.user.id));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -112,6 +112,7 @@ impl Default for Opts {
                 "failure_backoff_ms": [500, 500, 500],
                 "ws_backoff_start_ms": 200,
                 "ws_backoff_max_ms": 1_000,
+                "ws_stable_after_ms": 500,
             }),
             idle_reap_sec: None,
             turn_timeout_sec: None,
@@ -262,9 +263,8 @@ impl World {
                         } else {
                             vec![]
                         },
-                        force: true,
-                        ..Default::default()
                     },
+                    ..Default::default()
                 },
             )
             .await

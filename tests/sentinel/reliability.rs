@@ -23,7 +23,9 @@ fn assert_each_answered_once(w: &World, msgs: &[Message]) {
         .collect();
     let mut named: BTreeMap<i64, Vec<i64>> = BTreeMap::new();
     for m in msgs.iter().filter(|m| {
-        m.sender_id == w.agent.id && matches!(m.kind, MessageKind::Text | MessageKind::Image)
+        m.sender_id == w.agent.id
+            && matches!(m.kind, MessageKind::Text | MessageKind::Image)
+            && !hoop_core::gates::is_failure_report(&m.body)
     }) {
         for id in answered_ids(&m.body) {
             named.entry(id).or_default().push(m.id);
@@ -31,7 +33,7 @@ fn assert_each_answered_once(w: &World, msgs: &[Message]) {
     }
     let room = || {
         msgs.iter()
-            .map(|m| (m.id, m.sender_id, m.kind, m.body.as_str()))
+            .map(|m| (m.id, m.sender_id, m.kind.clone(), m.body.as_str()))
             .collect::<Vec<_>>()
     };
     for id in &people {
@@ -127,6 +129,7 @@ async fn backend_restarts_and_websocket_drops_lose_nothing() {
             "failure_backoff_ms": [500, 500, 500],
             "ws_backoff_start_ms": 200,
             "ws_backoff_max_ms": 1000,
+            "ws_stable_after_ms": 500,
         }),
         ..Opts::default()
     })
@@ -192,9 +195,9 @@ async fn after_downtime_it_pages_back_to_the_cursor_and_says_when_it_gave_up() {
                             sender_id: s.id,
                             message: hoop_api::types::SendMessage {
                                 body: format!("{tag} {i}"),
-                                force: true,
                                 ..Default::default()
                             },
+                            ..Default::default()
                         },
                     )
                     .await
@@ -457,9 +460,9 @@ async fn a_room_that_cannot_be_read_does_not_stall_the_others() {
                 sender_id: w.human.id,
                 message: hoop_api::types::SendMessage {
                     body: "unreadable".into(),
-                    force: true,
                     ..Default::default()
                 },
+                kind: hoop_api::types::MessageKind::Text,
             },
         )
         .await
@@ -490,4 +493,34 @@ async fn a_room_that_cannot_be_read_does_not_stall_the_others() {
     );
     let msgs = w.messages().await;
     assert_each_answered_once(&w, &msgs);
+}
+
+/// A refused login (here: an email the backend does not know) is retried,
+/// and an operator sees why once — on stderr and in the status file — not
+/// once per retry.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_login_is_told_once_and_kept_in_the_status_file() {
+    let w = World::new(Opts::default()).await;
+    let mut cfg: hoop_core::home::HomeConfig = w.home.load_config().unwrap();
+    cfg.email = "nobody@example.com".into();
+    hoop_core::fsutil::write_json_atomic(&w.home.config_path(), &cfg, Default::default()).unwrap();
+    let mut d = w.spawn();
+    // Several retries (backoff 200 ms doubling to 1 s)…
+    d.wait_log_count("login failed; retrying", 4).await;
+    let log = d.log_text();
+    // …and the notice, in words an operator can act on, exactly once.
+    assert_eq!(log.matches("cannot log in, retrying").count(), 1, "{log}");
+    assert!(
+        log.contains("AGENT_LOGIN_SECRET or AGENT_LOGIN_CIDRS"),
+        "{log}"
+    );
+    let status: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(w.home.dir().join("sentinel-status.json")).unwrap())
+            .unwrap();
+    assert!(
+        status["login_error"]
+            .as_str()
+            .is_some_and(|s| s.contains("login refused")),
+        "{status}"
+    );
 }

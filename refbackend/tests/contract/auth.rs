@@ -32,7 +32,10 @@ async fn login_with_the_fixed_code_gives_a_jwt_that_expires_after_15_minutes() {
     let r = srv.get(Some(&token), routes::ME).await;
     assert_eq!((r.status, r.code()), (401, "unauthorized"));
     assert!(
-        r.body["message"].as_str().unwrap().contains("expired"),
+        r.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("expired"),
         "{}",
         r.body
     );
@@ -112,7 +115,7 @@ async fn a_jwt_on_mcp_is_refused_before_any_lookup() {
         .await;
     assert_eq!((r.status, r.code()), (401, "unauthorized"));
     assert!(
-        r.body["message"].as_str().unwrap().contains("JWT"),
+        r.body["error"]["message"].as_str().unwrap().contains("JWT"),
         "refused as a JWT, not as an unknown key: {}",
         r.body
     );
@@ -123,7 +126,7 @@ async fn a_jwt_on_mcp_is_refused_before_any_lookup() {
             json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
         )
         .await;
-    assert!(r.body["message"].as_str().unwrap().contains("JWT"));
+    assert!(r.body["error"]["message"].as_str().unwrap().contains("JWT"));
     let r = srv
         .mcp(
             "hoopmcp_unknown",
@@ -131,7 +134,7 @@ async fn a_jwt_on_mcp_is_refused_before_any_lookup() {
         )
         .await;
     assert_eq!(r.status, 401);
-    assert!(!r.body["message"].as_str().unwrap().contains("JWT"));
+    assert!(!r.body["error"]["message"].as_str().unwrap().contains("JWT"));
 }
 
 #[tokio::test]

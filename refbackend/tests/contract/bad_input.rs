@@ -65,18 +65,24 @@ async fn malformed_json_unknown_routes_and_methods_answer_json_errors() {
     let room = srv.room("r", &[&ann], false).await;
     let t = srv.login(&ann).await;
     let path = fill(routes::CONVERSATION_MESSAGES, room.id);
+    let text_path = fill(routes::CONVERSATION_TEXT, room.id);
     let r = srv
         .send_req(
             srv.http
-                .post(format!("{}{path}", srv.base))
+                .post(format!("{}{text_path}", srv.base))
                 .header("content-type", "application/json")
                 .body("{\"body\": "),
             Some(&t),
         )
         .await;
     assert_eq!((r.status, r.code()), (400, "bad_request"));
-    assert!(r.body["message"].as_str().unwrap().contains("JSON"));
-    let r = srv.post(Some(&t), &path, json!({"body": 12})).await;
+    assert!(
+        r.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("JSON")
+    );
+    let r = srv.post(Some(&t), &text_path, json!({"body": 12})).await;
     assert_eq!((r.status, r.code()), (400, "bad_request"), "wrong types");
     let r = srv.get(Some(&t), "/v1/nope").await;
     assert_eq!((r.status, r.code()), (404, "not_found"));
@@ -115,7 +121,7 @@ async fn an_oversized_body_is_413_json_and_nothing_is_stored() {
     let path = fill(routes::CONVERSATION_MESSAGES, room.id);
     let (status, text) = post_raw_len(
         &srv,
-        &path,
+        &fill(routes::CONVERSATION_TEXT, room.id),
         Some(&t),
         hoop_core::limits::REST_BODY_CAP_BYTES + 1,
     )
@@ -123,7 +129,7 @@ async fn an_oversized_body_is_413_json_and_nothing_is_stored() {
     assert_eq!(status, 413, "{text}");
     let body = &text[text.find("\r\n\r\n").unwrap() + 4..];
     let v: serde_json::Value = serde_json::from_str(body).unwrap();
-    assert_eq!(v["error"], "payload_too_large");
+    assert_eq!(v["error"]["code"], "payload_too_large");
     let page = srv.get(Some(&t), &path).await;
     assert_eq!(page.body["messages"], json!([]));
 }
@@ -137,7 +143,7 @@ fn all_routes(conv: i64, card: i64) -> Vec<(&'static str, String)> {
         ("GET", routes::CONVERSATIONS.into()),
         ("GET", fill(routes::CONVERSATION_MEMBERS, conv)),
         ("GET", fill(routes::CONVERSATION_MESSAGES, conv)),
-        ("POST", fill(routes::CONVERSATION_MESSAGES, conv)),
+        ("POST", fill(routes::CONVERSATION_TEXT, conv)),
         ("POST", fill(routes::CONVERSATION_IMAGES, conv)),
         ("POST", routes::HEARTBEAT.into()),
         ("GET", routes::PRESENCE.into()),

@@ -122,7 +122,7 @@ async fn one_top_level_working_card_per_agent_sub_cards_in_parallel() {
     let r = srv
         .post(Some(&t), &fill(routes::CARD_CLAIM, b.id), json!({}))
         .await;
-    assert_eq!((r.status, r.code()), (409, "already_working"));
+    assert_eq!((r.status, r.code()), (409, "agent_busy"));
     let s1 = card(&srv, "s1", &bolt, Some(a.id)).await;
     let s2 = card(&srv, "s2", &bolt, Some(a.id)).await;
     for s in [&s1, &s2] {

@@ -145,7 +145,7 @@ async fn chat_send_text_goes_through_the_same_gates() {
         )
         .await;
     assert!(err);
-    assert_eq!(v["error"], "markdown_refused");
+    assert_eq!(v["error"]["code"], "markdown_refused");
     let (err, v) = srv
         .tool(
             &key,
@@ -168,7 +168,10 @@ async fn chat_send_text_goes_through_the_same_gates() {
         .await;
     assert!(err);
     assert_eq!(
-        (v["error"].as_str(), v["latest_id"].as_i64()),
+        (
+            v["error"]["code"].as_str(),
+            v["error"]["latest_id"].as_i64()
+        ),
         (Some("gap"), Some(newer))
     );
     let (err, _) = srv
@@ -188,7 +191,7 @@ async fn chat_send_text_goes_through_the_same_gates() {
         )
         .await;
     assert!(err);
-    assert_eq!(v["error"], "bad_request");
+    assert_eq!(v["error"]["code"], "bad_request");
 }
 
 #[tokio::test]
@@ -212,7 +215,7 @@ async fn work_and_window_tools() {
         .tool(&key, "work_task_start", json!({"title": "t2"}))
         .await;
     assert!(err);
-    assert_eq!(v["error"], "already_working");
+    assert_eq!(v["error"]["code"], "agent_busy");
     let (_, v) = srv.tool(&key, "work_tasks", json!({})).await;
     assert_eq!(
         v["cards"].as_array().unwrap().len(),
@@ -240,7 +243,7 @@ async fn work_and_window_tools() {
         )
         .await;
     assert!(err);
-    assert_eq!(v["error"], "error_required");
+    assert_eq!(v["error"]["code"], "error_required");
     let (err, v) = srv
         .tool(
             &key,
@@ -254,7 +257,7 @@ async fn work_and_window_tools() {
         .tool(&key, "work_task_lease", json!({"card_id": id}))
         .await;
     assert!(err);
-    assert_eq!(v["error"], "not_working");
+    assert_eq!(v["error"]["code"], "not_working");
 
     let (err, w) = srv
         .tool(
@@ -274,7 +277,7 @@ async fn work_and_window_tools() {
         .tool(&key, "window_sync", json!({"window_id": "gone"}))
         .await;
     assert!(err);
-    assert_eq!(s["error"], "window_not_found");
+    assert_eq!(s["error"]["code"], "window_not_found");
 }
 
 #[tokio::test]
@@ -312,7 +315,7 @@ async fn mcp_body_cap_is_160_mib() {
         )
         .await;
     assert!(err);
-    assert_ne!(v["error"], "payload_too_large");
+    assert_ne!(v["error"]["code"], "payload_too_large");
     let status = crate::bad_input::post_raw_len(
         &srv,
         hoop_api::routes::MCP,

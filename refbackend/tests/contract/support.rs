@@ -29,7 +29,7 @@ pub struct Resp {
 
 impl Resp {
     pub fn code(&self) -> &str {
-        self.body["error"].as_str().unwrap_or("")
+        self.body["error"]["code"].as_str().unwrap_or("")
     }
 }
 
@@ -132,7 +132,7 @@ impl Srv {
     pub async fn send_text(&self, token: &str, conv: i64, body: &str) -> Resp {
         self.post(
             Some(token),
-            &routes::fill(routes::CONVERSATION_MESSAGES, conv),
+            &routes::fill(routes::CONVERSATION_TEXT, conv),
             json!({"body": body}),
         )
         .await

@@ -135,9 +135,9 @@ mod tests {
             ),
             (Err(Error::Transport("down".into())), Verdict::Retry),
             (
-                Err(Error::Http {
+                Err(Error::Unparseable {
                     status: 500,
-                    body: String::new(),
+                    head: String::new(),
                 }),
                 Verdict::Retry,
             ),

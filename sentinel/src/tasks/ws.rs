@@ -1,6 +1,7 @@
 //! The WebSocket task: connect with auth (logging in again on every
 //! connect), turn events into kicks for the cycle, and reconnect with a
-//! backoff of 1 s doubling to 60 s. The account's own messages are dropped
+//! backoff of 1 s doubling to 60 s, reset only by a connection that stayed
+//! up (`policy::backoff_after_drop`). The account's own messages are dropped
 //! here: the daemon never wakes for what it said itself.
 
 use std::sync::Arc;
@@ -14,7 +15,7 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use super::Kick;
 use crate::config::Timings;
-use crate::policy::ws_backoff;
+use crate::policy::{backoff_after_drop, ws_backoff};
 
 /// What an event means for the cycle.
 pub fn kick_for(me: UserId, ev: &WsEvent) -> Option<Kick> {
@@ -24,7 +25,7 @@ pub fn kick_for(me: UserId, ev: &WsEvent) -> Option<Kick> {
             message,
         } => (message.sender_id != me).then_some(Kick::Conversation(*conversation_id)),
         WsEvent::TaskRecheck { .. } => Some(Kick::All),
-        WsEvent::Hello { .. } | WsEvent::ProvisionPending {} => None,
+        WsEvent::Hello { .. } | WsEvent::ProvisionPending {} | WsEvent::Unknown => None,
     }
 }
 
@@ -40,7 +41,7 @@ pub async fn run(
     loop {
         match connect_once(&client).await {
             Ok(mut conn) => {
-                backoff = None;
+                let up_since = tokio::time::Instant::now();
                 connected.store(true, Ordering::Relaxed);
                 tracing::info!("🔌 WS connected");
                 // Anything may have happened while the socket was down.
@@ -65,6 +66,7 @@ pub async fn run(
                     }
                 }
                 connected.store(false, Ordering::Relaxed);
+                backoff = backoff_after_drop(backoff, up_since.elapsed(), timings.ws_stable_after);
             }
             Err(e) => tracing::warn!(error = %e, "WebSocket connect failed"),
         }
