@@ -379,7 +379,10 @@ async fn an_idle_agent_is_compacted_under_the_turn_lock_then_stopped() {
     );
     d.wait_log("agent compacted and stopped").await;
     until("the agent process is gone", || async { !alive(pid) }).await;
-    assert!(!turn_lock_busy(&w), "released after the compaction");
+    until("the turn lock released after the compaction", || async {
+        !turn_lock_busy(&w)
+    })
+    .await;
     assert_eq!(agent_pid(&w), None, "no live agent recorded");
     assert_eq!(
         w.standin
