@@ -7,6 +7,7 @@
 #
 #   scripts/bench-guards-table.sh
 #   BENCH_DIR=/tmp/x JOBS=2 scripts/bench-guards-table.sh
+#   HOOP_BIN=/path/to/hoop scripts/bench-guards-table.sh   # skip the build
 #
 # cc-safety-net is installed with npm into $BENCH_DIR (a temp dir outside the
 # repository by default) and run as `cc-safety-net hook --coding-cli` with
@@ -21,11 +22,15 @@ bench_dir=${BENCH_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/hoop-table.XXXXXX")}
 peer_version=${CC_SAFETY_NET_VERSION:-2.4.5}
 jobs=${JOBS:-2}
 
-echo "== building hoop (release)" >&2
-(cd "$repo" && cargo build --release --quiet --bin hoop)
-target_dir=$(cd "$repo" && cargo metadata --format-version 1 --no-deps \
-  | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
-hoop="$target_dir/release/hoop"
+if [ -n "${HOOP_BIN:-}" ]; then
+  hoop=$HOOP_BIN # a hoop binary built elsewhere (e.g. another revision)
+else
+  echo "== building hoop (release)" >&2
+  (cd "$repo" && cargo build --release --quiet --bin hoop)
+  target_dir=$(cd "$repo" && cargo metadata --format-version 1 --no-deps \
+    | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
+  hoop="$target_dir/release/hoop"
+fi
 
 peer="$bench_dir/node_modules/.bin/cc-safety-net"
 if [ ! -x "$peer" ]; then
