@@ -50,7 +50,11 @@ fn verdict_table() {
     let mut failures = Vec::new();
     for (want, cmd) in &cases {
         let got = act::check(cmd, &cfg);
-        let got_rule = got.block().map(|b| b.rule.name().to_string());
+        // `unchecked`: refused because it cannot be analysed (fail closed).
+        let got_rule = match &got {
+            Verdict::Unchecked(_) => Some("unchecked".to_string()),
+            v => v.block().map(|b| b.rule.name().to_string()),
+        };
         if &got_rule != want {
             failures.push(format!("{cmd:?}: want {want:?}, got {got:?}"));
         }

@@ -109,6 +109,9 @@ fn cursor_payload(command: &str) -> Vec<u8> {
 }
 
 fn rule_in(text: &str) -> Option<String> {
+    if text.contains("could not check this command") {
+        return Some("unchecked".into());
+    }
     let start = text.find("(rule `")? + "(rule `".len();
     let end = text[start..].find('`')? + start;
     Some(text[start..end].to_string())

@@ -2,7 +2,7 @@
 //! run. The command is parsed with tree-sitter-bash (see ARCHITECTURE.md for
 //! why that parser); every simple command that would really RUN — including
 //! those inside `bash -c`, `eval`, heredocs fed to a shell, `$(…)` and
-//! wrappers such as `sudo`/`env`/`xargs` — is checked against the named
+//! wrappers (one table, [`wrappers`]: `sudo`, `docker exec`, `time`, …) — is checked against the named
 //! rules. Text that only mentions a command (a quoted argument, an `echo`, a
 //! heredoc fed to `cat`) is data and never checked as a command.
 //!
@@ -27,8 +27,9 @@ pub use config::{
 pub enum Rule {
     /// `rsync --delete…` (anything but a dry run).
     RsyncDelete,
-    /// `git add .` / `-A` / `--all` / `-u`, `git commit -a`: the team shares
-    /// work trees, so staging everything commits other people's work.
+    /// `git add .` / `-A` / `--all` / `-u` (without a narrowing pathspec),
+    /// `git stage` alike, `git commit -a`: the team shares work trees, so
+    /// staging everything commits other people's work.
     GitAddAll,
     /// A bare `git stash pop`: pops whatever stash is on top, often someone
     /// else's.

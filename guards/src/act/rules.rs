@@ -96,6 +96,14 @@ fn exec(
         let Some(w) = words.get(i) else {
             return Flow::default();
         };
+        // An alias defined earlier in the text: its value runs.
+        if i == 0
+            && let Some((_, v)) = a.aliases.iter().rev().find(|(k, _)| *k == w.text)
+        {
+            let text = format!("{v} {}", join(&words[1..]));
+            a.shell(&text);
+            return Flow::default();
+        }
         match base(w) {
             "env" => {
                 let mut j = i + 1;
@@ -283,9 +291,16 @@ fn dispatch(
     let name = name.as_str();
     let mut out = Flow::default();
     match name {
-        n if SHELLS.contains(&n) => shell_command(a, argv, stdin),
+        n if SHELLS.contains(&n) => shell_command(a, argv, stdin, input.decoded),
         "eval" => a.shell(&join(&argv[1..])),
         "cd" | "pushd" => change_dir(a, argv),
+        "alias" => {
+            for w in &argv[1..] {
+                if let Some((k, v)) = w.text.split_once('=') {
+                    a.aliases.push((k.to_string(), v.to_string()));
+                }
+            }
+        }
         "source" | "." => {
             if let Some(code) = argv.get(1).and_then(|w| a.written(&w.text)) {
                 a.shell(&code);
@@ -327,6 +342,7 @@ fn dispatch(
         return Flow::default();
     }
     out.secret = flows_secret(name, argv, cmd, input);
+    out.decoded = is_decoder(name, argv);
     match name {
         "echo" | "printf" => {
             let args: Vec<Word> = argv[1..]
@@ -370,7 +386,7 @@ fn pick(a: &Analyser<'_>, mut hits: Vec<Hit>) -> Option<Hit> {
 
 // ------------------------------------------------------------ nested code
 
-fn shell_command(a: &mut Analyser<'_>, argv: &[Word], stdin: Option<&str>) {
+fn shell_command(a: &mut Analyser<'_>, argv: &[Word], stdin: Option<&str>, decoded: bool) {
     let mut cflag = false;
     let mut j = 1;
     while j < argv.len() {
@@ -408,11 +424,15 @@ fn shell_command(a: &mut Analyser<'_>, argv: &[Word], stdin: Option<&str>) {
                 a.shell(&code);
             }
         }
-        None => {
-            if let Some(s) = stdin {
-                a.shell(s);
+        None => match stdin {
+            Some(s) => a.shell(s),
+            // Decoded bytes piped into a shell (`base64 -d | sh`): the code
+            // cannot be read here, so the command is refused unchecked.
+            None if decoded => {
+                a.refuse("it pipes decoded data into a shell, which cannot be checked")
             }
-        }
+            None => {}
+        },
     }
 }
 
@@ -497,7 +517,13 @@ fn interpreter(a: &mut Analyser<'_>, name: &str, argv: &[Word], stdin: Option<&s
             t == "-r"
         } else {
             // perl / ruby: -e, -E, or a cluster ending in e (`-ne`, `-pe`).
-            t.starts_with('-') && !t.starts_with("--") && (t.ends_with('e') || t.ends_with('E'))
+            // `-MModule=…` / `-Idir` are not clusters of flags.
+            t.starts_with('-')
+                && !t.starts_with("--")
+                && !t.starts_with("-M")
+                && !t.starts_with("-I")
+                && !t.starts_with("-r")
+                && (t.ends_with('e') || t.ends_with('E'))
         };
         if is_code_flag {
             code = argv.get(j + 1).map(|w| w.text.clone());
@@ -539,7 +565,28 @@ const EXEC_MARKERS: &[&str] = &[
     "%x",
 ];
 
+/// Library calls that remove a tree, and the shell command each equals:
+/// the first string literal after the call is the path.
+const TREE_REMOVERS: &[(&str, &str)] = &[
+    ("rmtree(", "rm -r"),         // Python shutil.rmtree, Perl File::Path
+    ("remove_tree(", "rm -r"),    // Perl File::Path
+    ("rmSync(", "rm -r"),         // Node fs.rmSync(path, {recursive})
+    ("rm_rf(", "rm -r"),          // Ruby FileUtils.rm_rf
+    ("rm_r(", "rm -r"),           // Ruby FileUtils.rm_r
+    ("remove_dir_all(", "rm -r"), // Rust std::fs
+];
+
 fn inline_code(a: &mut Analyser<'_>, code: &str) {
+    for (call, cmd) in TREE_REMOVERS {
+        if let Some(p) = code.find(call) {
+            let recursive = *call != "rmSync(" || code[p..].contains("recursive");
+            if let Some((_, path)) = string_literals(&code[p..]).first()
+                && recursive
+            {
+                a.shell(&format!("{cmd} -- {}", shell_quote(path)));
+            }
+        }
+    }
     if !EXEC_MARKERS.iter().any(|m| code.contains(m)) {
         return;
     }
@@ -1688,6 +1735,20 @@ fn steal(name: &str, argv: &[Word], cmd: &Cmd, input: &Flow, hits: &mut Vec<Hit>
             format!("{what} would leave the machine through {name}"),
             INSTEAD_STEAL,
         ));
+    }
+}
+
+/// Does this command turn encoded text back into bytes (`base64 -d`,
+/// `xxd -r`, `openssl enc -d`, `gunzip`)?
+fn is_decoder(name: &str, argv: &[Word]) -> bool {
+    let has = |f: &[&str]| argv[1..].iter().any(|w| f.contains(&w.text.as_str()));
+    match name {
+        "base64" | "base32" | "basenc" => has(&["-d", "--decode", "-D"]),
+        "xxd" => has(&["-r", "-revert"]),
+        "openssl" => has(&["-d"]) || has(&["base64"]),
+        "gunzip" | "zcat" | "uudecode" | "rev" => true,
+        "gzip" | "xz" | "bzip2" | "zstd" => has(&["-d", "--decompress"]),
+        _ => false,
     }
 }
 

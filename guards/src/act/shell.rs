@@ -95,6 +95,8 @@ pub(crate) struct Flow {
     pub secret: bool,
     /// Paths produced (by `find ROOTS`), for `xargs`.
     pub items: Option<Vec<Word>>,
+    /// The stream is decoded bytes (`base64 -d`): unreadable here.
+    pub decoded: bool,
 }
 
 pub(crate) struct Analyser<'c> {
@@ -121,6 +123,8 @@ pub(crate) struct Analyser<'c> {
     /// (`cat <<'EOF' > s.sh`), so that running them (`bash s.sh`) is
     /// checked like the text itself.
     files: Vec<(String, String)>,
+    /// Aliases defined earlier in the text (`alias r='rm -rf'`).
+    pub aliases: Vec<(String, String)>,
 }
 
 pub(crate) fn analyse(text: &str, cfg: &ActConfig) -> Verdict {
@@ -137,6 +141,7 @@ pub(crate) fn analyse(text: &str, cfg: &ActConfig) -> Verdict {
         vars: Vec::new(),
         heredocs: Vec::new(),
         files: Vec::new(),
+        aliases: Vec::new(),
     };
     a.shell(text);
     match (a.hit, a.unchecked, a.unparsed) {
@@ -274,6 +279,13 @@ impl<'c> Analyser<'c> {
             return None;
         };
         Some(tree)
+    }
+
+    /// Refuse the command unchecked, saying why.
+    pub fn refuse(&mut self, why: &str) {
+        if self.unchecked.is_none() {
+            self.unchecked = Some(why.to_string());
+        }
     }
 
     /// Note that `path` now holds `content`.
