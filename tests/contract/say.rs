@@ -97,10 +97,13 @@ async fn unread_messages_are_printed_and_nothing_is_sent_then_the_next_say_goes(
     assert_eq!(out.code, 0, "{}", out.stderr);
     let sent = newest(&env, &a, room).await;
     assert_eq!((sent.body.as_str(), sent.sender_id), ("on it", a.user.id));
+    // Up to what was shown, not to the sent message: the text route has no
+    // atomic gap check, so something may land between the read and the
+    // send; the account's own message never counts as unread anyway.
     assert_eq!(
         watermark(&a, room),
-        Some(sent.id),
-        "advanced after the send"
+        Some(m2.id),
+        "the watermark stays at what was shown"
     );
     // Nothing new: the next one goes straight through.
     assert_eq!(say(&env, &a, room, &[], "done").await.code, 0);
@@ -159,7 +162,7 @@ async fn more_unread_than_the_window_are_shown_oldest_first_and_hoop_read_shows_
     let (a, ann, room) = setup(&env).await;
     let first = env.post_as(room, ann.id, "one").await;
     assert_eq!(say(&env, &a, room, &["--anyway"], "seen").await.code, 0);
-    assert!(watermark(&a, room).unwrap() > first.id);
+    assert_eq!(watermark(&a, room), Some(first.id));
     // Many messages arrive: more than one refusal shows.
     let mut burst = vec![];
     for i in 0..12 {
