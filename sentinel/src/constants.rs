@@ -25,6 +25,10 @@ pub const LEASE_POLL: Duration = Duration::from_secs(60);
 pub const OBITUARIES_FILE: &str = "obituaries.json";
 /// File in the home holding the sentinel's settings.
 pub const SENTINEL_CONFIG_FILE: &str = "sentinel.json";
+/// File in the home holding the usage meter's incremental state for the
+/// account's transcripts, so each snapshot reads only what the last turn
+/// appended (the same format as `hoop usage`'s cache).
+pub const USAGE_CACHE_FILE: &str = "usage-cache.bin";
 /// File in the home where the daemon records its last round (for `hoop status`).
 pub const STATUS_FILE: &str = "sentinel-status.json";
 

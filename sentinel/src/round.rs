@@ -16,9 +16,7 @@ use std::time::Instant;
 use hoop_api::error::Error as ApiError;
 use hoop_api::rest::Client;
 use hoop_api::say_seen::SaySeen;
-use hoop_api::types::{
-    Conversation, ConversationId, MessageId, SendMessage, UnixSecs, UsageReport, User,
-};
+use hoop_api::types::{Conversation, ConversationId, MessageId, SendMessage, UnixSecs, User};
 use hoop_core::clock::now_unix;
 use hoop_core::home::Home;
 use hoop_core::limits::PULL_PAGE;
@@ -388,7 +386,7 @@ async fn turn<A: Agent>(
         }
     }
     let after = policy::after_turn(&ctx.cfg.timings, streak, &class);
-    report_usage(ctx, card_id, &result).await;
+    report_usage(ctx, card_id).await;
     if after.post_failure_notice {
         post_to_rooms(ctx, wakes, FAILURE_NOTICE).await;
     }
@@ -414,25 +412,47 @@ async fn working_card(ctx: &RoundCtx) -> Option<hoop_api::types::CardId> {
     }
 }
 
-/// Report the turn's three numbers to the card decided before the turn.
-async fn report_usage(
-    ctx: &RoundCtx,
-    card_id: Option<hoop_api::types::CardId>,
-    result: &TurnResult,
-) {
-    let u = result.usage.unwrap_or_default();
-    let report = UsageReport {
-        card_id,
-        tokens_in: u.tokens_in,
-        tokens_cached_in: u.tokens_cached_in,
-        tokens_out: u.tokens_out,
+/// Report the account's cumulative totals (a snapshot, see
+/// [`crate::usage`]) naming the card decided before the turn. The totals
+/// are read from the agent's transcripts after the turn, so they include it.
+async fn report_usage(ctx: &RoundCtx, card_id: Option<hoop_api::types::CardId>) {
+    let env: Vec<(String, String)> = ctx
+        .cfg
+        .env
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let dir = crate::context::config_dir(&env, |k| std::env::var_os(k));
+    let cache = ctx.home.dir().join(crate::constants::USAGE_CACHE_FILE);
+    let totals = match dir {
+        Some(dir) => {
+            match tokio::task::spawn_blocking(move || crate::usage::read_totals(dir, Some(cache)))
+                .await
+            {
+                Ok(Ok(t)) => Some(t),
+                Ok(Err(e)) => {
+                    tracing::warn!(error = %e, "usage totals unreadable; nothing reported");
+                    None
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "usage reader stopped; nothing reported");
+                    None
+                }
+            }
+        }
+        None => {
+            tracing::warn!("no config dir for the agent; usage not reported");
+            None
+        }
     };
+    let Some(totals) = totals else { return };
+    let report = crate::usage::snapshot(card_id, Some(&totals));
     match ctx.client.usage(&report).await {
         Ok(_) => tracing::info!(
             card = ?card_id,
-            tokens_in = ?u.tokens_in,
-            tokens_cached_in = ?u.tokens_cached_in,
-            tokens_out = ?u.tokens_out,
+            tokens_in = ?report.tokens_in,
+            tokens_cached_in = ?report.tokens_cached_in,
+            tokens_out = ?report.tokens_out,
             "usage reported"
         ),
         Err(e) => tracing::warn!(error = %e, "usage report failed"),
