@@ -35,9 +35,41 @@ pub fn read_totals(
     hoop_meter::cumulative(&[config_dir], cache)
 }
 
+/// True when the transcripts hold the turn's own output: the CLI writes a
+/// turn's last response to its transcript around the time it prints the
+/// result line, so a snapshot read at once can miss it. `turn_out` is the
+/// output the result line counted (`None`: unknown, nothing to wait for).
+pub fn caught_up(before: &Usage, now: &Usage, turn_out: Option<i64>) -> bool {
+    let want = turn_out.map_or(0, |t| u64::try_from(t).unwrap_or(0));
+    now.output.saturating_sub(before.output) >= want
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn caught_up_when_the_turns_output_is_in_the_transcripts() {
+        let out = |o: u64| usage(0, 0, 0, 0, 0, o);
+        // (before, now, turn's output, caught up)
+        let table = [
+            (out(10), out(10), None, true),
+            (out(10), out(10), Some(0), true),
+            (out(10), out(10), Some(-1), true),
+            (out(10), out(13), Some(7), false),
+            (out(10), out(17), Some(7), true),
+            (out(10), out(30), Some(7), true),
+            // A transcript rewritten shorter never waits forever on a wrap.
+            (out(10), out(0), Some(7), false),
+        ];
+        for (before, now, turn, want) in table {
+            assert_eq!(
+                caught_up(&before, &now, turn),
+                want,
+                "{before:?} {now:?} {turn:?}"
+            );
+        }
+    }
 
     fn usage(input: u64, w5: u64, w1: u64, wu: u64, read: u64, out: u64) -> Usage {
         Usage {
