@@ -7,7 +7,8 @@
 //! only the bytes the incremental state has not seen, in parallel; every
 //! line goes through `hoop_core::transcript`) → global dedup, one entry per
 //! API response keeping its largest copy → [`report`] rows, priced from the
-//! table in [`prices`].
+//! table in [`prices`]. [`cumulative`] is the same pipeline summed into
+//! one total: the sentinel's usage snapshot of an account.
 //!
 //! **One API response counts once.** A message id names one API response,
 //! so every record carrying it is a copy of that response, whatever its
