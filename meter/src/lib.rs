@@ -7,7 +7,8 @@
 //! only the bytes the incremental state has not seen, in parallel; every
 //! line goes through `hoop_core::transcript`) → global dedup, one entry per
 //! API response keeping its largest copy → [`report`] rows, priced from the
-//! table in [`prices`].
+//! table in [`prices`]. [`cumulative`] is the same pipeline summed into
+//! one total: the sentinel's usage snapshot of an account.
 //!
 //! **One API response counts once.** A message id names one API response,
 //! so every record carrying it is a copy of that response, whatever its
@@ -495,4 +496,35 @@ fn merge(found: &[Found], states: &[FileState], c: &mut Collected) {
     entries.sort_unstable_by_key(|e| e.ts_ms);
     c.entries = entries;
     c.strings = global.list;
+}
+
+/// The cumulative totals of every API response in `dirs`' transcripts,
+/// each counted once (the same scan, dedup and incremental state as the
+/// reports). This is what an account reports as its usage snapshot: the
+/// backend keeps the latest totals and a card's cost is its end snapshot
+/// minus its start snapshot.
+pub fn cumulative(dirs: &[PathBuf], state_path: Option<PathBuf>) -> Result<Usage, MeterError> {
+    let c = collect(
+        dirs,
+        &CollectOptions {
+            state_path,
+            threads: 1,
+            ..CollectOptions::default()
+        },
+    )?;
+    Ok(sum(&c.entries))
+}
+
+/// Sum entries field by field (saturating: a total never wraps).
+pub fn sum(entries: &[Entry]) -> Usage {
+    entries.iter().fold(Usage::default(), |mut t, e| {
+        let u = &e.usage;
+        t.input = t.input.saturating_add(u.input);
+        t.cache_write_5m = t.cache_write_5m.saturating_add(u.cache_write_5m);
+        t.cache_write_1h = t.cache_write_1h.saturating_add(u.cache_write_1h);
+        t.cache_write_unsplit = t.cache_write_unsplit.saturating_add(u.cache_write_unsplit);
+        t.cache_read = t.cache_read.saturating_add(u.cache_read);
+        t.output = t.output.saturating_add(u.output);
+        t
+    })
 }

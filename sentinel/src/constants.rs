@@ -25,6 +25,17 @@ pub const LEASE_POLL: Duration = Duration::from_secs(60);
 pub const OBITUARIES_FILE: &str = "obituaries.json";
 /// File in the home holding the sentinel's settings.
 pub const SENTINEL_CONFIG_FILE: &str = "sentinel.json";
+/// File in the home holding the usage meter's incremental state for the
+/// account's transcripts, so each snapshot reads only what the last turn
+/// appended (the same format as `hoop usage`'s cache).
+pub const USAGE_CACHE_FILE: &str = "usage-cache.bin";
+/// After a turn, how long the usage snapshot waits for the CLI to write the
+/// turn's last response to its transcript (it does so around the result
+/// line). Past it the snapshot is reported as read: the next one catches up.
+pub const USAGE_CATCH_UP_WAIT: Duration = Duration::from_secs(5);
+/// How often the snapshot re-reads the transcripts while it waits (the
+/// read is incremental: only the appended bytes).
+pub const USAGE_CATCH_UP_POLL: Duration = Duration::from_millis(100);
 /// File in the home where the daemon records its last round (for `hoop status`).
 pub const STATUS_FILE: &str = "sentinel-status.json";
 

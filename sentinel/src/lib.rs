@@ -19,3 +19,4 @@ pub mod round;
 pub mod state;
 pub mod switches;
 pub mod tasks;
+pub mod usage;

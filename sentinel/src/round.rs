@@ -16,9 +16,7 @@ use std::time::Instant;
 use hoop_api::error::Error as ApiError;
 use hoop_api::rest::Client;
 use hoop_api::say_seen::SaySeen;
-use hoop_api::types::{
-    Conversation, ConversationId, MessageId, SendMessage, UnixSecs, UsageReport, User,
-};
+use hoop_api::types::{Conversation, ConversationId, MessageId, SendMessage, UnixSecs, User};
 use hoop_core::clock::now_unix;
 use hoop_core::home::Home;
 use hoop_core::limits::PULL_PAGE;
@@ -372,6 +370,8 @@ async fn turn<A: Agent>(
     // The card the turn's usage belongs to is the one working when the turn
     // starts: a turn that finishes its card still reports to it.
     let card_id = working_card(ctx).await;
+    // The usage snapshot before the turn: the one after must hold the turn.
+    let before = account_totals(ctx).await;
     let part_names: Vec<&str> = parts.iter().map(|p| p.name()).collect();
     tracing::info!(parts = ?part_names, rerun, "🧠 turn started");
     let started = Instant::now();
@@ -388,7 +388,7 @@ async fn turn<A: Agent>(
         }
     }
     let after = policy::after_turn(&ctx.cfg.timings, streak, &class);
-    report_usage(ctx, card_id, &result).await;
+    report_usage(ctx, card_id, before, &result).await;
     if after.post_failure_notice {
         post_to_rooms(ctx, wakes, FAILURE_NOTICE).await;
     }
@@ -414,25 +414,68 @@ async fn working_card(ctx: &RoundCtx) -> Option<hoop_api::types::CardId> {
     }
 }
 
-/// Report the turn's three numbers to the card decided before the turn.
+/// The account's cumulative totals read from the agent's transcripts
+/// (`None`, logged, when they cannot be read).
+async fn account_totals(ctx: &RoundCtx) -> Option<hoop_core::transcript::Usage> {
+    let env: Vec<(String, String)> = ctx
+        .cfg
+        .env
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let Some(dir) = crate::context::config_dir(&env, |k| std::env::var_os(k)) else {
+        tracing::warn!("no config dir for the agent; usage not read");
+        return None;
+    };
+    let cache = ctx.home.dir().join(crate::constants::USAGE_CACHE_FILE);
+    match tokio::task::spawn_blocking(move || crate::usage::read_totals(dir, Some(cache))).await {
+        Ok(Ok(t)) => Some(t),
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "usage totals unreadable");
+            None
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "usage reader stopped");
+            None
+        }
+    }
+}
+
+/// Report the account's cumulative totals (a snapshot, see
+/// [`crate::usage`]) naming the card decided before the turn. `before` is
+/// the snapshot read before the turn: the report waits (bounded) until the
+/// transcripts hold the turn's output, so the turn is in it.
 async fn report_usage(
     ctx: &RoundCtx,
     card_id: Option<hoop_api::types::CardId>,
+    before: Option<hoop_core::transcript::Usage>,
     result: &TurnResult,
 ) {
-    let u = result.usage.unwrap_or_default();
-    let report = UsageReport {
-        card_id,
-        tokens_in: u.tokens_in,
-        tokens_cached_in: u.tokens_cached_in,
-        tokens_out: u.tokens_out,
+    let turn_out = result.usage.and_then(|u| u.tokens_out);
+    let deadline = Instant::now() + crate::constants::USAGE_CATCH_UP_WAIT;
+    let totals = loop {
+        let Some(now) = account_totals(ctx).await else {
+            return;
+        };
+        let Some(before) = &before else { break now };
+        if crate::usage::caught_up(before, &now, turn_out) {
+            break now;
+        }
+        if Instant::now() >= deadline {
+            tracing::warn!(
+                "the turn's last response is not in the transcripts yet; reporting what is there"
+            );
+            break now;
+        }
+        tokio::time::sleep(crate::constants::USAGE_CATCH_UP_POLL).await;
     };
+    let report = crate::usage::snapshot(card_id, Some(&totals));
     match ctx.client.usage(&report).await {
         Ok(_) => tracing::info!(
             card = ?card_id,
-            tokens_in = ?u.tokens_in,
-            tokens_cached_in = ?u.tokens_cached_in,
-            tokens_out = ?u.tokens_out,
+            tokens_in = ?report.tokens_in,
+            tokens_cached_in = ?report.tokens_cached_in,
+            tokens_out = ?report.tokens_out,
             "usage reported"
         ),
         Err(e) => tracing::warn!(error = %e, "usage report failed"),

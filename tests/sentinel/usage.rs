@@ -1,0 +1,108 @@
+//! Usage as production keeps it: the sentinel reports the account's
+//! cumulative totals (read from the agent's transcripts) and a card's cost
+//! is its end snapshot minus its start snapshot, so every turn made while
+//! the card was claimed counts, not just the last one.
+
+use crate::harness::*;
+use hoop_api::admin::AdminCreateCard;
+use hoop_api::types::{Card, CreateCard, UsageReport};
+use hoop_standin::{Reply, Usage, UsageScript};
+
+/// Every API response the stand-in sends carries these numbers.
+const PER_RESPONSE: Usage = Usage {
+    input_tokens: 1_000,
+    cache_creation_input_tokens: 300,
+    cache_read_input_tokens: 20_000,
+    output_tokens: 7,
+};
+
+/// A card assigned to and claimed by the agent of a fresh account whose
+/// totals are known to be zero (so the card's start snapshot is zero).
+async fn claimed_card(w: &World) -> Card {
+    let card = w
+        .admin
+        .create_card(&AdminCreateCard {
+            card: CreateCard {
+                title: "two steps".into(),
+                assignee_id: Some(w.agent.id),
+                parent_id: None,
+                conversation_id: Some(w.room.id),
+            },
+            creator_id: Some(w.human.id),
+        })
+        .await
+        .unwrap();
+    w.agent_client
+        .usage(&UsageReport {
+            card_id: None,
+            tokens_in: Some(0),
+            tokens_cached_in: Some(0),
+            tokens_out: Some(0),
+        })
+        .await
+        .unwrap();
+    w.agent_client.claim_card(card.id).await.unwrap();
+    card
+}
+
+/// The card's cost must be `n` responses' worth, number by number.
+fn assert_cost(c: &Card, n: usize, when: &str) {
+    let n = n as i64;
+    let p = PER_RESPONSE;
+    assert_eq!(
+        c.tokens_in,
+        Some(n * p.input_tokens as i64),
+        "in, {when}: {c:?}"
+    );
+    assert_eq!(
+        c.tokens_cached_in,
+        Some(n * (p.cache_read_input_tokens + p.cache_creation_input_tokens) as i64),
+        "cached in, {when}: {c:?}"
+    );
+    assert_eq!(
+        c.tokens_out,
+        Some(n * p.output_tokens as i64),
+        "out, {when}: {c:?}"
+    );
+}
+
+/// Model responses so far (a compaction summary would be one too, but none
+/// happens here).
+fn responses(w: &World) -> usize {
+    w.standin.requests().len()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_turns_on_one_card_give_it_both_turns_tokens() {
+    let w = World::new(Opts::default()).await;
+    w.standin.set_usage(UsageScript::Fixed(PER_RESPONSE));
+    let card = claimed_card(&w).await;
+    let mut d = w.spawn();
+    d.ready().await;
+
+    w.standin
+        .push(Reply::bash(w.say_cmd("step one done"), "ok"));
+    w.post("@bolt step one", false).await;
+    d.wait_log_count("usage reported", 1).await;
+    let after_one = responses(&w);
+    assert!(after_one > 0);
+    assert_cost(
+        &w.agent_client.card(card.id).await.unwrap(),
+        after_one,
+        "after turn 1",
+    );
+
+    w.standin
+        .push(Reply::bash(w.say_cmd("step two done"), "ok"));
+    w.post("@bolt step two", false).await;
+    d.wait_log_count("usage reported", 2).await;
+    let after_two = responses(&w);
+    assert!(after_two > after_one, "turn 2 made no request");
+    // Both turns: a per-turn report would leave only turn 2's share.
+    assert_cost(
+        &w.agent_client.card(card.id).await.unwrap(),
+        after_two,
+        "after turn 2",
+    );
+    assert!(d.term().success());
+}
