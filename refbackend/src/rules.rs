@@ -157,6 +157,19 @@ pub struct WindowView {
     pub last_sync_at: Option<i64>,
 }
 
+/// A window registered again keeps its hinted rooms and gains only the
+/// rooms it never hinted before (production adds rows `ON CONFLICT DO
+/// NOTHING`, seed 002 L7 §0.7): `old` first, then each new room of `new`.
+pub fn merge_rooms_hint(old: &[ConversationId], new: &[ConversationId]) -> Vec<ConversationId> {
+    let mut out = old.to_vec();
+    for r in new {
+        if !out.contains(r) {
+            out.push(*r);
+        }
+    }
+    out
+}
+
 /// What a window handles:
 /// - revoked → `none`, reason `revoked`;
 /// - a rooms hint → `rooms`: the hinted rooms the account is a member of;
@@ -229,6 +242,20 @@ pub fn ready_line(base_url: &str, key: &str) -> String {
 mod tests {
     use super::*;
     use CardStatus::*;
+
+    #[test]
+    fn re_registration_adds_only_rooms_without_a_record() {
+        let cases: &[(&[i64], &[i64], &[i64])] = &[
+            (&[], &[], &[]),
+            (&[], &[1, 2], &[1, 2]),
+            (&[1, 2], &[], &[1, 2]),
+            (&[1, 2], &[2, 3], &[1, 2, 3]),
+            (&[3], &[1, 3, 1], &[3, 1]),
+        ];
+        for (old, new, want) in cases {
+            assert_eq!(&merge_rooms_hint(old, new), want, "{old:?} + {new:?}");
+        }
+    }
 
     #[test]
     fn rate_window_is_a_fixed_calendar_minute() {

@@ -1280,30 +1280,61 @@ impl Store {
 
     // ------------------------------------------------------------ windows
 
+    /// An upsert keyed by (account, installation, native session): a window
+    /// registered again keeps its `window_id` and its revocation, gets the
+    /// new `runtime_id`, and gains only hinted rooms it never had.
     pub fn register_window(
         &mut self,
         now: i64,
         user: UserId,
         req: &RegisterWindow,
     ) -> ApiResult<RegisteredWindow> {
-        let id = uuid::Uuid::new_v4().simple().to_string();
-        self.conn.execute(
-            "INSERT INTO windows (id, user_id, installation_id, machine, client, \
-             native_session_id, runtime_id, rooms_hint, fallback_hint, created_at) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-            params![
-                id,
-                user,
-                req.installation_id,
-                req.machine,
-                req.client,
-                req.native_session_id,
-                req.runtime_id,
-                serde_json::to_string(&req.rooms_hint).unwrap_or_else(|_| "[]".into()),
-                req.fallback_hint,
-                now
-            ],
-        )?;
+        let tx = self.conn.transaction()?;
+        let existing: Option<(String, String)> = tx
+            .query_row(
+                "SELECT id, rooms_hint FROM windows \
+                 WHERE user_id = ?1 AND installation_id = ?2 AND native_session_id = ?3",
+                params![user, req.installation_id, req.native_session_id],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?;
+        let id = match existing {
+            Some((id, hint)) => {
+                let old: Vec<ConversationId> = serde_json::from_str(&hint).unwrap_or_default();
+                let rooms = rules::merge_rooms_hint(&old, &req.rooms_hint);
+                tx.execute(
+                    "UPDATE windows SET runtime_id = ?1, rooms_hint = ?2 WHERE id = ?3",
+                    params![
+                        req.runtime_id,
+                        serde_json::to_string(&rooms).unwrap_or_else(|_| "[]".into()),
+                        id
+                    ],
+                )?;
+                id
+            }
+            None => {
+                let id = uuid::Uuid::new_v4().simple().to_string();
+                tx.execute(
+                    "INSERT INTO windows (id, user_id, installation_id, machine, client, \
+                     native_session_id, runtime_id, rooms_hint, fallback_hint, created_at) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                    params![
+                        id,
+                        user,
+                        req.installation_id,
+                        req.machine,
+                        req.client,
+                        req.native_session_id,
+                        req.runtime_id,
+                        serde_json::to_string(&req.rooms_hint).unwrap_or_else(|_| "[]".into()),
+                        req.fallback_hint,
+                        now
+                    ],
+                )?;
+                id
+            }
+        };
+        tx.commit()?;
         Ok(RegisteredWindow { window_id: id })
     }
 
