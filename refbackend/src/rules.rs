@@ -157,6 +157,35 @@ pub struct WindowView {
     pub last_sync_at: Option<i64>,
 }
 
+/// The `/mcp` Origin check (seed 002 L7 §0.1): no `Origin` → allowed; an
+/// `Origin` is allowed only when it is `http(s)://HOST[:port]` with HOST on
+/// `allowed`.
+pub fn origin_allowed(origin: Option<&str>, allowed: &[&str]) -> bool {
+    let Some(origin) = origin else {
+        return true;
+    };
+    let Some(rest) = origin
+        .strip_prefix("http://")
+        .or_else(|| origin.strip_prefix("https://"))
+    else {
+        return false;
+    };
+    let host = if rest.starts_with('[') {
+        match rest.find(']') {
+            Some(end) => &rest[..=end],
+            None => return false,
+        }
+    } else {
+        rest.split(':').next().unwrap_or("")
+    };
+    let tail = &rest[host.len()..];
+    let port_ok = tail.is_empty()
+        || tail
+            .strip_prefix(':')
+            .is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+    port_ok && allowed.iter().any(|a| a.eq_ignore_ascii_case(host))
+}
+
 /// A window registered again keeps its hinted rooms and gains only the
 /// rooms it never hinted before (production adds rows `ON CONFLICT DO
 /// NOTHING`, seed 002 L7 §0.7): `old` first, then each new room of `new`.
@@ -242,6 +271,28 @@ pub fn ready_line(base_url: &str, key: &str) -> String {
 mod tests {
     use super::*;
     use CardStatus::*;
+
+    #[test]
+    fn origin_absent_or_allow_listed_passes() {
+        let allow = &["localhost", "127.0.0.1", "[::1]"];
+        let cases: &[(Option<&str>, bool)] = &[
+            (None, true),
+            (Some("http://localhost"), true),
+            (Some("http://localhost:5173"), true),
+            (Some("https://127.0.0.1:8443"), true),
+            (Some("http://[::1]:80"), true),
+            (Some("http://evil.example"), false),
+            (Some("http://localhost.evil.example"), false),
+            (Some("http://localhost:80/path"), false),
+            (Some("http://localhost:"), false),
+            (Some("null"), false),
+            (Some(""), false),
+            (Some("file://localhost"), false),
+        ];
+        for (origin, want) in cases {
+            assert_eq!(origin_allowed(*origin, allow), *want, "{origin:?}");
+        }
+    }
 
     #[test]
     fn re_registration_adds_only_rooms_without_a_record() {
