@@ -66,3 +66,11 @@ pub const MCP_ALLOWED_ORIGIN_HOSTS: &[&str] = &["localhost", "127.0.0.1", "[::1]
 /// The `WWW-Authenticate` challenge every 401 on `/mcp` carries (seed 002
 /// L7 §0.1 says production adds one; its exact value is not recorded).
 pub const MCP_WWW_AUTHENTICATE: &str = "Bearer realm=\"hoop-mcp\"";
+
+/// An MCP key's life when none is asked for: 90 days (seed 002 L7 §0.2).
+pub const MCP_KEY_DEFAULT_TTL_SECS: i64 = 90 * 24 * 3600;
+/// The longest an MCP key may live: one year; longer asks are clamped
+/// (seed 002 L7 §0.2).
+pub const MCP_KEY_MAX_TTL_SECS: i64 = 365 * 24 * 3600;
+/// Clock skew tolerated when checking a bearer's expiry (seed 002 L7 §0.1).
+pub const MCP_BEARER_SKEW_SECS: i64 = 30;

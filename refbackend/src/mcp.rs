@@ -98,12 +98,12 @@ async fn handle_authorized(app: Arc<App>, req: Request) -> Response {
         return ApiError::unauthorized("not an MCP key (hoopmcp_…)").into_response();
     }
     let hash = key_hash(&key);
-    let user = match app.store().mcp_user(&hash) {
+    let now = app.clock.now();
+    let user = match app.store().mcp_user(now, &hash) {
         Ok(Some(u)) => u,
         Ok(None) => return ApiError::unauthorized("unknown MCP key").into_response(),
         Err(e) => return e.into_response(),
     };
-    let now = app.clock.now();
     if app.store().mcp_rate(&hash, now).is_err() {
         let mut resp = rpc_error(
             StatusCode::TOO_MANY_REQUESTS,

@@ -157,6 +157,21 @@ pub struct WindowView {
     pub last_sync_at: Option<i64>,
 }
 
+/// When a key minted at `now` expires: `ttl` seconds (default when absent
+/// or not positive), clamped to `max`; saturating, never wrapping.
+pub fn key_expiry(now: i64, ttl: Option<i64>, default: i64, max: i64) -> i64 {
+    let ttl = match ttl {
+        Some(t) if t > 0 => t.min(max),
+        _ => default,
+    };
+    now.saturating_add(ttl)
+}
+
+/// A bearer expiring at `expires_at` is still good at `now` within `skew`.
+pub fn key_live(expires_at: i64, now: i64, skew: i64) -> bool {
+    now <= expires_at.saturating_add(skew)
+}
+
 /// The `/mcp` Origin check (seed 002 L7 §0.1): no `Origin` → allowed; an
 /// `Origin` is allowed only when it is `http(s)://HOST[:port]` with HOST on
 /// `allowed`.
@@ -271,6 +286,33 @@ pub fn ready_line(base_url: &str, key: &str) -> String {
 mod tests {
     use super::*;
     use CardStatus::*;
+
+    #[test]
+    fn key_expiry_defaults_and_clamps() {
+        let (d, m) = (90, 365);
+        let cases: &[(i64, Option<i64>, i64)] = &[
+            (1000, None, 1090),
+            (1000, Some(0), 1090),
+            (1000, Some(-5), 1090),
+            (1000, Some(10), 1010),
+            (1000, Some(365), 1365),
+            (1000, Some(366), 1365),
+            (1000, Some(i64::MAX), 1365),
+            (i64::MAX - 1, None, i64::MAX),
+        ];
+        for (now, ttl, want) in cases {
+            assert_eq!(key_expiry(*now, *ttl, d, m), *want, "{now} {ttl:?}");
+        }
+        let live: &[(i64, i64, bool)] = &[
+            (100, 100, true),
+            (100, 130, true),
+            (100, 131, false),
+            (i64::MAX, i64::MAX, true),
+        ];
+        for (exp, now, want) in live {
+            assert_eq!(key_live(*exp, *now, 30), *want, "{exp} {now}");
+        }
+    }
 
     #[test]
     fn origin_absent_or_allow_listed_passes() {

@@ -366,3 +366,30 @@ async fn origin_is_checked_first_and_every_401_carries_a_challenge() {
         }
     }
 }
+
+/// Seed 002 L7 §0.1–0.2: a key lives 90 days by default; the bearer check
+/// allows 30 s of clock skew; an expired key is the same 401 as an unknown
+/// one.
+#[tokio::test]
+async fn a_key_expires_after_ninety_days_with_thirty_seconds_of_skew() {
+    let srv = Srv::start().await;
+    let r9 = srv.user("r9", true).await;
+    let key = srv.mint_key(&r9).await;
+    let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"});
+    let unknown = srv.mcp("hoopmcp_not-a-key", ping.clone()).await;
+    assert_eq!(unknown.status, 401);
+
+    srv.run.clock().advance(90 * 24 * 3600 + 30);
+    let r = srv.mcp(&key, ping.clone()).await;
+    assert_eq!(r.status, 200, "within the skew: {}", r.body);
+
+    srv.run.clock().advance(1);
+    let r = srv.mcp(&key, ping).await;
+    assert_eq!(r.status, 401, "expired: {}", r.body);
+    assert_eq!(r.body["error"]["code"], unknown.body["error"]["code"]);
+    assert_eq!(
+        r.body["error"]["message"], unknown.body["error"]["message"],
+        "expired and unknown are one and the same refusal"
+    );
+    assert!(r.headers.get("www-authenticate").is_some());
+}
