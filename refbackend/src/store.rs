@@ -1515,4 +1515,36 @@ mod tests {
         let store = Store::open(Some(&path)).unwrap();
         assert_eq!(store.card(1, 1).unwrap().title, "old");
     }
+
+    /// A key stored before keys had an expiry still works, and expires the
+    /// default span after it was created (30 s of skew).
+    #[test]
+    fn an_mcp_key_from_before_expiry_opens_and_expires_from_its_creation() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.sqlite");
+        let key = "hoopmcp_old";
+        {
+            let old = Connection::open(&path).unwrap();
+            old.execute_batch(
+                "CREATE TABLE users (id INTEGER PRIMARY KEY AUTOINCREMENT, \
+                 email TEXT NOT NULL UNIQUE, username TEXT NOT NULL UNIQUE, nickname TEXT, \
+                 is_agent INTEGER NOT NULL, created_at INTEGER NOT NULL, last_beat_at INTEGER);
+                 CREATE TABLE mcp_keys (key_sha256 TEXT PRIMARY KEY, \
+                 user_id INTEGER NOT NULL REFERENCES users(id), created_at INTEGER NOT NULL);
+                 INSERT INTO users (email, username, is_agent, created_at) \
+                   VALUES ('bolt@example.test', 'bolt', 1, 1);",
+            )
+            .unwrap();
+            old.execute(
+                "INSERT INTO mcp_keys (key_sha256, user_id, created_at) VALUES (?1, 1, 100)",
+                [key_hash(key)],
+            )
+            .unwrap();
+        }
+        let store = Store::open(Some(&path)).unwrap();
+        let last = 100 + constants::MCP_KEY_DEFAULT_TTL_SECS + constants::MCP_BEARER_SKEW_SECS;
+        let user = store.mcp_user(last, &key_hash(key)).unwrap();
+        assert_eq!(user.map(|u| u.id), Some(1));
+        assert!(store.mcp_user(last + 1, &key_hash(key)).unwrap().is_none());
+    }
 }
