@@ -186,12 +186,17 @@ pub fn key_hash(key: &str) -> String {
 }
 
 /// Mint one MCP key for `user` inside the caller's transaction: stored only
-/// as its SHA-256, living the default span (`rules::key_expiry`).
-fn insert_mcp_key(c: &Connection, now: i64, user: UserId) -> ApiResult<String> {
+/// as its SHA-256, living `ttl_secs` (default and clamp: `rules::key_expiry`).
+fn insert_mcp_key(
+    c: &Connection,
+    now: i64,
+    user: UserId,
+    ttl_secs: Option<i64>,
+) -> ApiResult<String> {
     let key = new_key(hoop_api::headers::MCP_KEY_PREFIX);
     let expires = rules::key_expiry(
         now,
-        None,
+        ttl_secs,
         constants::MCP_KEY_DEFAULT_TTL_SECS,
         constants::MCP_KEY_MAX_TTL_SECS,
     );
@@ -847,13 +852,18 @@ impl Store {
     // ------------------------------------------------------------ keys
 
     /// Mint an MCP key; only its SHA-256 is stored. Returns the key itself.
-    pub fn mint_mcp_key(&mut self, now: i64, user: UserId) -> ApiResult<String> {
+    pub fn mint_mcp_key(
+        &mut self,
+        now: i64,
+        user: UserId,
+        ttl_secs: Option<i64>,
+    ) -> ApiResult<String> {
         let tx = self.conn.transaction()?;
         if load_user(&tx, user)?.is_none() {
             return Err(ApiError::not_found(format!("no user {user}")));
         }
         require_agent(&tx, user, "can have MCP keys")?;
-        let key = insert_mcp_key(&tx, now, user)?;
+        let key = insert_mcp_key(&tx, now, user, ttl_secs)?;
         tx.commit()?;
         Ok(key)
     }
@@ -958,7 +968,7 @@ impl Store {
         let user = load_user(&tx, user_id)?.ok_or_else(ApiError::internal)?;
         require_agent(&tx, user_id, "are provisioned")?;
         let (fixed_code, mcp_key, ready_line) = if kind == "reinforcement" {
-            let key = insert_mcp_key(&tx, now, user_id)?;
+            let key = insert_mcp_key(&tx, now, user_id, None)?;
             let line = rules::ready_line(base_url, &key);
             (None, Some(key), Some(line))
         } else {

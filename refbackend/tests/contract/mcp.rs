@@ -393,3 +393,33 @@ async fn a_key_expires_after_ninety_days_with_thirty_seconds_of_skew() {
     );
     assert!(r.headers.get("www-authenticate").is_some());
 }
+
+/// Seed 002 L7 §0.2: a key asked to live longer than a year lives a year;
+/// a shorter ask is kept.
+#[tokio::test]
+async fn a_longer_life_than_a_year_is_clamped_to_a_year() {
+    let srv = Srv::start().await;
+    let r9 = srv.user("r9", true).await;
+    let year = 365 * 24 * 3600;
+    let long = srv
+        .admin
+        .mint_mcp_key_for(r9.id, Some(10 * year))
+        .await
+        .unwrap()
+        .key;
+    let short = srv
+        .admin
+        .mint_mcp_key_for(r9.id, Some(3600))
+        .await
+        .unwrap()
+        .key;
+    let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"});
+    srv.run.clock().advance(3600 + 30);
+    assert_eq!(srv.mcp(&short, ping.clone()).await.status, 200);
+    srv.run.clock().advance(1);
+    assert_eq!(srv.mcp(&short, ping.clone()).await.status, 401);
+    srv.run.clock().advance(year - 3600 - 1);
+    assert_eq!(srv.mcp(&long, ping.clone()).await.status, 200);
+    srv.run.clock().advance(1);
+    assert_eq!(srv.mcp(&long, ping).await.status, 401, "clamped to a year");
+}
