@@ -62,6 +62,10 @@ pub struct PostAs {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct MintMcpKey {
     pub user_id: UserId,
+    /// The key's life in seconds; absent → 90 days, longer than a year →
+    /// clamped to a year (seed 002 L7 §0.2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl_secs: Option<i64>,
 }
 
 /// The freshly minted key: shown once, stored by the server as SHA-256 only.
@@ -290,7 +294,17 @@ impl AdminClient {
     }
 
     pub async fn mint_mcp_key(&self, user_id: UserId) -> Result<MintedMcpKey, AdminError> {
-        self.post(r::MCP_KEYS, &MintMcpKey { user_id }).await
+        self.mint_mcp_key_for(user_id, None).await
+    }
+
+    /// Mint a key living `ttl_secs` (the server clamps it to a year).
+    pub async fn mint_mcp_key_for(
+        &self,
+        user_id: UserId,
+        ttl_secs: Option<i64>,
+    ) -> Result<MintedMcpKey, AdminError> {
+        self.post(r::MCP_KEYS, &MintMcpKey { user_id, ttl_secs })
+            .await
     }
 
     pub async fn create_provision_key(

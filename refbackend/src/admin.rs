@@ -96,7 +96,9 @@ async fn mint_mcp_key(
     _: Admin,
     JsonBody(req): JsonBody<MintMcpKey>,
 ) -> ApiResult<Response> {
-    let key = app.store().mint_mcp_key(app.clock.now(), req.user_id)?;
+    let key = app
+        .store()
+        .mint_mcp_key(app.clock.now(), req.user_id, req.ttl_secs)?;
     let ready_line = rules::ready_line(&app.base_url, &key);
     Ok(created(MintedMcpKey {
         user_id: req.user_id,

@@ -56,3 +56,21 @@ pub const MCP_PROTOCOL_VERSION: &str = "2025-06-18";
 /// now bounded here none of those sums can come near `i64::MAX`, and every
 /// time still formats as an ordinary date.
 pub const CLOCK_MAX_UNIX: i64 = 253_402_300_799;
+
+/// Hosts an `Origin` header may name on `/mcp` (seed 002 L7 §0.1: no Origin
+/// is allowed, an Origin not on the WebSocket allow-list is 403). The
+/// reference backend serves loopback, so its allow-list is the loopback
+/// names, on any port.
+pub const MCP_ALLOWED_ORIGIN_HOSTS: &[&str] = &["localhost", "127.0.0.1", "[::1]"];
+
+/// The `WWW-Authenticate` challenge every 401 on `/mcp` carries (seed 002
+/// L7 §0.1 says production adds one; its exact value is not recorded).
+pub const MCP_WWW_AUTHENTICATE: &str = "Bearer realm=\"hoop-mcp\"";
+
+/// An MCP key's life when none is asked for: 90 days (seed 002 L7 §0.2).
+pub const MCP_KEY_DEFAULT_TTL_SECS: i64 = 90 * 24 * 3600;
+/// The longest an MCP key may live: one year; longer asks are clamped
+/// (seed 002 L7 §0.2).
+pub const MCP_KEY_MAX_TTL_SECS: i64 = 365 * 24 * 3600;
+/// Clock skew tolerated when checking a bearer's expiry (seed 002 L7 §0.1).
+pub const MCP_BEARER_SKEW_SECS: i64 = 30;

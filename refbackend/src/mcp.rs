@@ -1,8 +1,9 @@
 //! The MCP endpoint (`routes::MCP`): Streamable HTTP, stateless, POST only,
 //! one JSON response per request (no streaming), as production serves it.
 //!
-//! Order of checks, each before the next costs anything: a bearer is
-//! required; a JWT-shaped bearer is refused (401) before any lookup; the key
+//! Order of checks, each before the next costs anything: an `Origin`, when
+//! present, must be allow-listed (403); a bearer is required (every 401
+//! carries `WWW-Authenticate`); a JWT-shaped bearer is refused (401) before any lookup; the key
 //! is looked up by its SHA-256; the key's 300 calls/min window (429,
 //! `Retry-After: 60`, JSON-RPC -32000); the body (cap 160 MiB); JSON-RPC.
 
@@ -56,7 +57,27 @@ fn rpc_result(id: Value, result: Value) -> Response {
     axum::Json(json!({"jsonrpc": "2.0", "id": id, "result": result})).into_response()
 }
 
+/// Origin first (403), then everything else; every 401 carries the
+/// `WWW-Authenticate` challenge.
 pub async fn handle(State(app): State<Arc<App>>, req: Request) -> Response {
+    let origin = req
+        .headers()
+        .get(axum::http::header::ORIGIN)
+        .map(|v| v.to_str().unwrap_or(""));
+    if !crate::rules::origin_allowed(origin, crate::constants::MCP_ALLOWED_ORIGIN_HOSTS) {
+        return ApiError::forbidden("this Origin is not allowed on /mcp").into_response();
+    }
+    let mut resp = handle_authorized(app, req).await;
+    if resp.status() == StatusCode::UNAUTHORIZED {
+        resp.headers_mut().insert(
+            axum::http::header::WWW_AUTHENTICATE,
+            HeaderValue::from_static(crate::constants::MCP_WWW_AUTHENTICATE),
+        );
+    }
+    resp
+}
+
+async fn handle_authorized(app: Arc<App>, req: Request) -> Response {
     let bearer = req
         .headers()
         .get(axum::http::header::AUTHORIZATION)
@@ -77,12 +98,12 @@ pub async fn handle(State(app): State<Arc<App>>, req: Request) -> Response {
         return ApiError::unauthorized("not an MCP key (hoopmcp_…)").into_response();
     }
     let hash = key_hash(&key);
-    let user = match app.store().mcp_user(&hash) {
+    let now = app.clock.now();
+    let user = match app.store().mcp_user(now, &hash) {
         Ok(Some(u)) => u,
         Ok(None) => return ApiError::unauthorized("unknown MCP key").into_response(),
         Err(e) => return e.into_response(),
     };
-    let now = app.clock.now();
     if app.store().mcp_rate(&hash, now).is_err() {
         let mut resp = rpc_error(
             StatusCode::TOO_MANY_REQUESTS,

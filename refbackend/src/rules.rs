@@ -157,6 +157,63 @@ pub struct WindowView {
     pub last_sync_at: Option<i64>,
 }
 
+/// When a key minted at `now` expires: `ttl` seconds (default when absent
+/// or not positive), clamped to `max`; saturating, never wrapping.
+pub fn key_expiry(now: i64, ttl: Option<i64>, default: i64, max: i64) -> i64 {
+    let ttl = match ttl {
+        Some(t) if t > 0 => t.min(max),
+        _ => default,
+    };
+    now.saturating_add(ttl)
+}
+
+/// A bearer expiring at `expires_at` is still good at `now` within `skew`.
+pub fn key_live(expires_at: i64, now: i64, skew: i64) -> bool {
+    now <= expires_at.saturating_add(skew)
+}
+
+/// The `/mcp` Origin check (seed 002 L7 §0.1): no `Origin` → allowed; an
+/// `Origin` is allowed only when it is `http(s)://HOST[:port]` with HOST on
+/// `allowed`.
+pub fn origin_allowed(origin: Option<&str>, allowed: &[&str]) -> bool {
+    let Some(origin) = origin else {
+        return true;
+    };
+    let Some(rest) = origin
+        .strip_prefix("http://")
+        .or_else(|| origin.strip_prefix("https://"))
+    else {
+        return false;
+    };
+    let host = if rest.starts_with('[') {
+        match rest.find(']') {
+            Some(end) => &rest[..=end],
+            None => return false,
+        }
+    } else {
+        rest.split(':').next().unwrap_or("")
+    };
+    let tail = &rest[host.len()..];
+    let port_ok = tail.is_empty()
+        || tail
+            .strip_prefix(':')
+            .is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+    port_ok && allowed.iter().any(|a| a.eq_ignore_ascii_case(host))
+}
+
+/// A window registered again keeps its hinted rooms and gains only the
+/// rooms it never hinted before (production adds rows `ON CONFLICT DO
+/// NOTHING`, seed 002 L7 §0.7): `old` first, then each new room of `new`.
+pub fn merge_rooms_hint(old: &[ConversationId], new: &[ConversationId]) -> Vec<ConversationId> {
+    let mut out = old.to_vec();
+    for r in new {
+        if !out.contains(r) {
+            out.push(*r);
+        }
+    }
+    out
+}
+
 /// What a window handles:
 /// - revoked → `none`, reason `revoked`;
 /// - a rooms hint → `rooms`: the hinted rooms the account is a member of;
@@ -229,6 +286,69 @@ pub fn ready_line(base_url: &str, key: &str) -> String {
 mod tests {
     use super::*;
     use CardStatus::*;
+
+    #[test]
+    fn key_expiry_defaults_and_clamps() {
+        let (d, m) = (90, 365);
+        let cases: &[(i64, Option<i64>, i64)] = &[
+            (1000, None, 1090),
+            (1000, Some(0), 1090),
+            (1000, Some(-5), 1090),
+            (1000, Some(10), 1010),
+            (1000, Some(365), 1365),
+            (1000, Some(366), 1365),
+            (1000, Some(i64::MAX), 1365),
+            (i64::MAX - 1, None, i64::MAX),
+        ];
+        for (now, ttl, want) in cases {
+            assert_eq!(key_expiry(*now, *ttl, d, m), *want, "{now} {ttl:?}");
+        }
+        let live: &[(i64, i64, bool)] = &[
+            (100, 100, true),
+            (100, 130, true),
+            (100, 131, false),
+            (i64::MAX, i64::MAX, true),
+        ];
+        for (exp, now, want) in live {
+            assert_eq!(key_live(*exp, *now, 30), *want, "{exp} {now}");
+        }
+    }
+
+    #[test]
+    fn origin_absent_or_allow_listed_passes() {
+        let allow = &["localhost", "127.0.0.1", "[::1]"];
+        let cases: &[(Option<&str>, bool)] = &[
+            (None, true),
+            (Some("http://localhost"), true),
+            (Some("http://localhost:5173"), true),
+            (Some("https://127.0.0.1:8443"), true),
+            (Some("http://[::1]:80"), true),
+            (Some("http://evil.example"), false),
+            (Some("http://localhost.evil.example"), false),
+            (Some("http://localhost:80/path"), false),
+            (Some("http://localhost:"), false),
+            (Some("null"), false),
+            (Some(""), false),
+            (Some("file://localhost"), false),
+        ];
+        for (origin, want) in cases {
+            assert_eq!(origin_allowed(*origin, allow), *want, "{origin:?}");
+        }
+    }
+
+    #[test]
+    fn re_registration_adds_only_rooms_without_a_record() {
+        let cases: &[(&[i64], &[i64], &[i64])] = &[
+            (&[], &[], &[]),
+            (&[], &[1, 2], &[1, 2]),
+            (&[1, 2], &[], &[1, 2]),
+            (&[1, 2], &[2, 3], &[1, 2, 3]),
+            (&[3], &[1, 3, 1], &[3, 1]),
+        ];
+        for (old, new, want) in cases {
+            assert_eq!(&merge_rooms_hint(old, new), want, "{old:?} + {new:?}");
+        }
+    }
 
     #[test]
     fn rate_window_is_a_fixed_calendar_minute() {

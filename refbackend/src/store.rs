@@ -26,7 +26,7 @@ use sha2::{Digest, Sha256};
 use crate::error::{ApiError, ApiResult};
 use crate::rules::{self, Refusal, WindowView};
 
-use crate::constants::KEY_BYTES;
+use crate::constants::{self, KEY_BYTES};
 pub use crate::constants::{PAGE_DEFAULT, PAGE_MAX, PROVISION_KEY_PREFIX};
 
 const SCHEMA: &str = "
@@ -69,7 +69,9 @@ CREATE TABLE IF NOT EXISTS images (
 CREATE TABLE IF NOT EXISTS mcp_keys (
     key_sha256 TEXT PRIMARY KEY,
     user_id INTEGER NOT NULL REFERENCES users(id),
-    created_at INTEGER NOT NULL
+    created_at INTEGER NOT NULL,
+    expires_at INTEGER,
+    revoked_at INTEGER
 );
 CREATE TABLE IF NOT EXISTS provision_keys (
     key_sha256 TEXT PRIMARY KEY,
@@ -149,6 +151,10 @@ const CARD_SNAPSHOT_COLUMNS: [&str; 6] = [
     "end_tokens_out",
 ];
 
+/// Columns added to `mcp_keys` after its first version; an older key with
+/// no `expires_at` lives the default span from its `created_at`.
+const MCP_KEY_COLUMNS: [&str; 2] = ["expires_at", "revoked_at"];
+
 /// Add the columns [`SCHEMA`] has and an older database lacks.
 fn migrate(conn: &Connection) -> rusqlite::Result<()> {
     let mut st = conn.prepare("SELECT name FROM pragma_table_info('cards')")?;
@@ -161,12 +167,45 @@ fn migrate(conn: &Connection) -> rusqlite::Result<()> {
             conn.execute_batch(&format!("ALTER TABLE cards ADD COLUMN {col} INTEGER"))?;
         }
     }
+    let mut st = conn.prepare("SELECT name FROM pragma_table_info('mcp_keys')")?;
+    let have = st
+        .query_map([], |r| r.get::<_, String>(0))?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    drop(st);
+    for col in MCP_KEY_COLUMNS {
+        if !have.iter().any(|h| h == col) {
+            conn.execute_batch(&format!("ALTER TABLE mcp_keys ADD COLUMN {col} INTEGER"))?;
+        }
+    }
     Ok(())
 }
 
 /// SHA-256 hex of a key: the only form in which keys are stored.
 pub fn key_hash(key: &str) -> String {
     hex::encode(Sha256::digest(key.as_bytes()))
+}
+
+/// Mint one MCP key for `user` inside the caller's transaction: stored only
+/// as its SHA-256, living `ttl_secs` (default and clamp: `rules::key_expiry`).
+fn insert_mcp_key(
+    c: &Connection,
+    now: i64,
+    user: UserId,
+    ttl_secs: Option<i64>,
+) -> ApiResult<String> {
+    let key = new_key(hoop_api::headers::MCP_KEY_PREFIX);
+    let expires = rules::key_expiry(
+        now,
+        ttl_secs,
+        constants::MCP_KEY_DEFAULT_TTL_SECS,
+        constants::MCP_KEY_MAX_TTL_SECS,
+    );
+    c.execute(
+        "INSERT INTO mcp_keys (key_sha256, user_id, created_at, expires_at) \
+         VALUES (?1, ?2, ?3, ?4)",
+        params![key_hash(&key), user, now, expires],
+    )?;
+    Ok(key)
 }
 
 fn new_key(prefix: &str) -> String {
@@ -813,35 +852,50 @@ impl Store {
     // ------------------------------------------------------------ keys
 
     /// Mint an MCP key; only its SHA-256 is stored. Returns the key itself.
-    pub fn mint_mcp_key(&mut self, now: i64, user: UserId) -> ApiResult<String> {
+    pub fn mint_mcp_key(
+        &mut self,
+        now: i64,
+        user: UserId,
+        ttl_secs: Option<i64>,
+    ) -> ApiResult<String> {
         let tx = self.conn.transaction()?;
         if load_user(&tx, user)?.is_none() {
             return Err(ApiError::not_found(format!("no user {user}")));
         }
         require_agent(&tx, user, "can have MCP keys")?;
-        let key = new_key(hoop_api::headers::MCP_KEY_PREFIX);
-        tx.execute(
-            "INSERT INTO mcp_keys (key_sha256, user_id, created_at) VALUES (?1, ?2, ?3)",
-            params![key_hash(&key), user, now],
-        )?;
+        let key = insert_mcp_key(&tx, now, user, ttl_secs)?;
         tx.commit()?;
         Ok(key)
     }
 
-    /// The user an MCP key belongs to (looked up by its hash).
-    pub fn mcp_user(&self, key_sha256: &str) -> ApiResult<Option<User>> {
-        let uid: Option<UserId> = self
+    /// The user an MCP key belongs to (looked up by its hash), or `None`
+    /// when the key is unknown, revoked or expired (30 s of clock skew
+    /// allowed): one and the same refusal.
+    pub fn mcp_user(&self, now: i64, key_sha256: &str) -> ApiResult<Option<User>> {
+        let row: Option<(UserId, i64, Option<i64>, Option<i64>)> = self
             .conn
             .query_row(
-                "SELECT user_id FROM mcp_keys WHERE key_sha256 = ?1",
+                "SELECT user_id, created_at, expires_at, revoked_at FROM mcp_keys \
+                 WHERE key_sha256 = ?1",
                 [key_sha256],
-                |r| r.get(0),
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
             )
             .optional()?;
-        match uid {
-            Some(id) => load_user(&self.conn, id),
-            None => Ok(None),
+        let Some((id, created, expires, revoked)) = row else {
+            return Ok(None);
+        };
+        let expires = expires.unwrap_or_else(|| {
+            rules::key_expiry(
+                created,
+                None,
+                constants::MCP_KEY_DEFAULT_TTL_SECS,
+                constants::MCP_KEY_MAX_TTL_SECS,
+            )
+        });
+        if revoked.is_some() || !rules::key_live(expires, now, constants::MCP_BEARER_SKEW_SECS) {
+            return Ok(None);
         }
+        load_user(&self.conn, id)
     }
 
     /// Count one MCP call against the key's window; `Err` = over the limit.
@@ -914,11 +968,7 @@ impl Store {
         let user = load_user(&tx, user_id)?.ok_or_else(ApiError::internal)?;
         require_agent(&tx, user_id, "are provisioned")?;
         let (fixed_code, mcp_key, ready_line) = if kind == "reinforcement" {
-            let key = new_key(hoop_api::headers::MCP_KEY_PREFIX);
-            tx.execute(
-                "INSERT INTO mcp_keys (key_sha256, user_id, created_at) VALUES (?1, ?2, ?3)",
-                params![key_hash(&key), user_id, now],
-            )?;
+            let key = insert_mcp_key(&tx, now, user_id, None)?;
             let line = rules::ready_line(base_url, &key);
             (None, Some(key), Some(line))
         } else {
@@ -1280,30 +1330,61 @@ impl Store {
 
     // ------------------------------------------------------------ windows
 
+    /// An upsert keyed by (account, installation, native session): a window
+    /// registered again keeps its `window_id` and its revocation, gets the
+    /// new `runtime_id`, and gains only hinted rooms it never had.
     pub fn register_window(
         &mut self,
         now: i64,
         user: UserId,
         req: &RegisterWindow,
     ) -> ApiResult<RegisteredWindow> {
-        let id = uuid::Uuid::new_v4().simple().to_string();
-        self.conn.execute(
-            "INSERT INTO windows (id, user_id, installation_id, machine, client, \
-             native_session_id, runtime_id, rooms_hint, fallback_hint, created_at) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-            params![
-                id,
-                user,
-                req.installation_id,
-                req.machine,
-                req.client,
-                req.native_session_id,
-                req.runtime_id,
-                serde_json::to_string(&req.rooms_hint).unwrap_or_else(|_| "[]".into()),
-                req.fallback_hint,
-                now
-            ],
-        )?;
+        let tx = self.conn.transaction()?;
+        let existing: Option<(String, String)> = tx
+            .query_row(
+                "SELECT id, rooms_hint FROM windows \
+                 WHERE user_id = ?1 AND installation_id = ?2 AND native_session_id = ?3",
+                params![user, req.installation_id, req.native_session_id],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?;
+        let id = match existing {
+            Some((id, hint)) => {
+                let old: Vec<ConversationId> = serde_json::from_str(&hint).unwrap_or_default();
+                let rooms = rules::merge_rooms_hint(&old, &req.rooms_hint);
+                tx.execute(
+                    "UPDATE windows SET runtime_id = ?1, rooms_hint = ?2 WHERE id = ?3",
+                    params![
+                        req.runtime_id,
+                        serde_json::to_string(&rooms).unwrap_or_else(|_| "[]".into()),
+                        id
+                    ],
+                )?;
+                id
+            }
+            None => {
+                let id = uuid::Uuid::new_v4().simple().to_string();
+                tx.execute(
+                    "INSERT INTO windows (id, user_id, installation_id, machine, client, \
+                     native_session_id, runtime_id, rooms_hint, fallback_hint, created_at) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                    params![
+                        id,
+                        user,
+                        req.installation_id,
+                        req.machine,
+                        req.client,
+                        req.native_session_id,
+                        req.runtime_id,
+                        serde_json::to_string(&req.rooms_hint).unwrap_or_else(|_| "[]".into()),
+                        req.fallback_hint,
+                        now
+                    ],
+                )?;
+                id
+            }
+        };
+        tx.commit()?;
         Ok(RegisteredWindow { window_id: id })
     }
 
@@ -1443,5 +1524,37 @@ mod tests {
         // Opening again changes nothing.
         let store = Store::open(Some(&path)).unwrap();
         assert_eq!(store.card(1, 1).unwrap().title, "old");
+    }
+
+    /// A key stored before keys had an expiry still works, and expires the
+    /// default span after it was created (30 s of skew).
+    #[test]
+    fn an_mcp_key_from_before_expiry_opens_and_expires_from_its_creation() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.sqlite");
+        let key = "hoopmcp_old";
+        {
+            let old = Connection::open(&path).unwrap();
+            old.execute_batch(
+                "CREATE TABLE users (id INTEGER PRIMARY KEY AUTOINCREMENT, \
+                 email TEXT NOT NULL UNIQUE, username TEXT NOT NULL UNIQUE, nickname TEXT, \
+                 is_agent INTEGER NOT NULL, created_at INTEGER NOT NULL, last_beat_at INTEGER);
+                 CREATE TABLE mcp_keys (key_sha256 TEXT PRIMARY KEY, \
+                 user_id INTEGER NOT NULL REFERENCES users(id), created_at INTEGER NOT NULL);
+                 INSERT INTO users (email, username, is_agent, created_at) \
+                   VALUES ('bolt@example.test', 'bolt', 1, 1);",
+            )
+            .unwrap();
+            old.execute(
+                "INSERT INTO mcp_keys (key_sha256, user_id, created_at) VALUES (?1, 1, 100)",
+                [key_hash(key)],
+            )
+            .unwrap();
+        }
+        let store = Store::open(Some(&path)).unwrap();
+        let last = 100 + constants::MCP_KEY_DEFAULT_TTL_SECS + constants::MCP_BEARER_SKEW_SECS;
+        let user = store.mcp_user(last, &key_hash(key)).unwrap();
+        assert_eq!(user.map(|u| u.id), Some(1));
+        assert!(store.mcp_user(last + 1, &key_hash(key)).unwrap().is_none());
     }
 }

@@ -326,3 +326,100 @@ async fn mcp_body_cap_is_160_mib() {
     assert_eq!(status.0, 413, "{}", status.1);
     assert!(status.1.contains("payload_too_large"));
 }
+
+/// Seed 002 L7 §0.1: Origin first (absent → allowed; present and not
+/// allow-listed → 403, before any bearer check), then every 401 carries
+/// `WWW-Authenticate`.
+#[tokio::test]
+async fn origin_is_checked_first_and_every_401_carries_a_challenge() {
+    let srv = Srv::start().await;
+    let r9 = srv.user("r9", true).await;
+    let key = srv.mint_key(&r9).await;
+    let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"});
+    let url = format!("{}{}", srv.base, hoop_api::routes::MCP);
+    // (Origin, bearer, expected status)
+    let cases: &[(Option<&str>, Option<&str>, u16)] = &[
+        (None, Some(&key), 200),
+        (Some("http://localhost:3000"), Some(&key), 200),
+        (Some("http://127.0.0.1"), Some(&key), 200),
+        (Some("https://evil.example"), Some(&key), 403),
+        (Some("https://evil.example"), None, 403),
+        (Some("null"), Some(&key), 403),
+        (None, None, 401),
+        (None, Some("hoopmcp_not-a-key"), 401),
+        (None, Some("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOjF9.c2ln"), 401),
+        (None, Some("something-else"), 401),
+    ];
+    for (origin, bearer, want) in cases {
+        let mut rb = srv.http.post(&url).json(&ping);
+        if let Some(o) = origin {
+            rb = rb.header("Origin", *o);
+        }
+        let r = srv.send_req(rb, *bearer).await;
+        assert_eq!(r.status, *want, "{origin:?} {bearer:?}: {}", r.body);
+        let challenge = r.headers.get("www-authenticate");
+        if *want == 401 {
+            let c = challenge.expect("a 401 carries WWW-Authenticate");
+            assert!(c.to_str().unwrap().starts_with("Bearer"), "{c:?}");
+        } else {
+            assert!(challenge.is_none(), "{origin:?} {bearer:?}");
+        }
+    }
+}
+
+/// Seed 002 L7 §0.1–0.2: a key lives 90 days by default; the bearer check
+/// allows 30 s of clock skew; an expired key is the same 401 as an unknown
+/// one.
+#[tokio::test]
+async fn a_key_expires_after_ninety_days_with_thirty_seconds_of_skew() {
+    let srv = Srv::start().await;
+    let r9 = srv.user("r9", true).await;
+    let key = srv.mint_key(&r9).await;
+    let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"});
+    let unknown = srv.mcp("hoopmcp_not-a-key", ping.clone()).await;
+    assert_eq!(unknown.status, 401);
+
+    srv.run.clock().advance(90 * 24 * 3600 + 30);
+    let r = srv.mcp(&key, ping.clone()).await;
+    assert_eq!(r.status, 200, "within the skew: {}", r.body);
+
+    srv.run.clock().advance(1);
+    let r = srv.mcp(&key, ping).await;
+    assert_eq!(r.status, 401, "expired: {}", r.body);
+    assert_eq!(r.body["error"]["code"], unknown.body["error"]["code"]);
+    assert_eq!(
+        r.body["error"]["message"], unknown.body["error"]["message"],
+        "expired and unknown are one and the same refusal"
+    );
+    assert!(r.headers.get("www-authenticate").is_some());
+}
+
+/// Seed 002 L7 §0.2: a key asked to live longer than a year lives a year;
+/// a shorter ask is kept.
+#[tokio::test]
+async fn a_longer_life_than_a_year_is_clamped_to_a_year() {
+    let srv = Srv::start().await;
+    let r9 = srv.user("r9", true).await;
+    let year = 365 * 24 * 3600;
+    let long = srv
+        .admin
+        .mint_mcp_key_for(r9.id, Some(10 * year))
+        .await
+        .unwrap()
+        .key;
+    let short = srv
+        .admin
+        .mint_mcp_key_for(r9.id, Some(3600))
+        .await
+        .unwrap()
+        .key;
+    let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"});
+    srv.run.clock().advance(3600 + 30);
+    assert_eq!(srv.mcp(&short, ping.clone()).await.status, 200);
+    srv.run.clock().advance(1);
+    assert_eq!(srv.mcp(&short, ping.clone()).await.status, 401);
+    srv.run.clock().advance(year - 3600 - 1);
+    assert_eq!(srv.mcp(&long, ping.clone()).await.status, 200);
+    srv.run.clock().advance(1);
+    assert_eq!(srv.mcp(&long, ping).await.status, 401, "clamped to a year");
+}

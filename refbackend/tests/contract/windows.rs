@@ -3,9 +3,11 @@ use serde_json::json;
 
 use crate::support::Srv;
 
+/// One registration; each native session is its own window.
 fn reg(rooms: &[i64], fallback: bool) -> serde_json::Value {
+    let session = format!("s-{rooms:?}-{fallback}");
     json!({"installation_id": "inst", "machine": "m1", "client": "claude-code",
-           "native_session_id": "s", "runtime_id": "r", "rooms_hint": rooms, "fallback_hint": fallback})
+           "native_session_id": session, "runtime_id": "r", "rooms_hint": rooms, "fallback_hint": fallback})
 }
 
 #[tokio::test]
