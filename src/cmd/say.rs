@@ -544,25 +544,19 @@ async fn send(req: &Request, seen_path: &Path) -> anyhow::Result<Sent> {
             Payload::Image(i) => client.send_image(room, i).await,
         }
     };
-    let mut result = attempt().await;
-    let mut pause = SAY_RETRY_FIRST_PAUSE;
-    let mut tries = 1;
-    while let Err(ApiError::Transport(e)) = &result {
-        if tries >= SAY_TRANSPORT_TRIES {
-            break;
-        }
-        tracing::warn!(error = %e, pause_ms = pause.as_millis() as u64, "send: backend unreachable; trying again");
-        tokio::time::sleep(pause).await;
-        pause *= 2;
-        tries += 1;
-        if let Some(after) = baseline
+    // A try after the first looks for a copy that landed although its
+    // answer was lost, so a send is never posted twice.
+    let first = std::cell::Cell::new(true);
+    let result = retrying("sending", || async {
+        if !first.replace(false)
+            && let Some(after) = baseline
             && let Some(m) = landed(&client, req, me, after).await
         {
-            result = Ok(m);
-            break;
+            return Ok(m);
         }
-        result = attempt().await;
-    }
+        attempt().await
+    })
+    .await;
     match result {
         Ok(m) => {
             // Up to what was shown, not to the sent message: without an

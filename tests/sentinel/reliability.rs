@@ -68,6 +68,19 @@ async fn all_answered(w: &World) -> bool {
         .all(|m| named.contains(&m.id))
 }
 
+/// Timings for a suite that retries quickly: short debounce, turn-lock
+/// retry and WebSocket backoff; the alarm and the failure backoff as given.
+fn quick_retries(alarm_ms: u64, failure_backoff_ms: u64) -> serde_json::Value {
+    serde_json::json!({
+        "debounce_ms": 300,
+        "alarm_ms": alarm_ms,
+        "turn_lock_retry_ms": 1_000,
+        "failure_backoff_ms": [failure_backoff_ms, failure_backoff_ms, failure_backoff_ms],
+        "ws_backoff_start_ms": 200,
+        "ws_backoff_max_ms": 1000,
+    })
+}
+
 /// A small deterministic generator; the seed is printed for reproduction.
 struct Lcg(u64);
 impl Lcg {
@@ -320,14 +333,7 @@ async fn garbage_cli_output_fails_the_round_cleanly_and_it_is_retried() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_turn_whose_replies_all_failed_is_offered_again_until_answered() {
     let mut w = World::new(Opts {
-        timings: serde_json::json!({
-            "debounce_ms": 300,
-            "alarm_ms": 1500,
-            "turn_lock_retry_ms": 1_000,
-            "failure_backoff_ms": [500, 500, 500],
-            "ws_backoff_start_ms": 200,
-            "ws_backoff_max_ms": 1000,
-        }),
+        timings: quick_retries(1500, 500),
         ..Opts::default()
     })
     .await;
@@ -431,14 +437,7 @@ async fn a_first_seen_room_is_read_back_to_the_backlog_limit() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_room_that_cannot_be_read_does_not_stall_the_others() {
     let w = World::new(Opts {
-        timings: serde_json::json!({
-            "debounce_ms": 300,
-            "alarm_ms": 1000,
-            "turn_lock_retry_ms": 1_000,
-            "failure_backoff_ms": [200, 200, 200],
-            "ws_backoff_start_ms": 200,
-            "ws_backoff_max_ms": 1000,
-        }),
+        timings: quick_retries(1000, 200),
         ..Opts::default()
     })
     .await;
