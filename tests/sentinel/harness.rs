@@ -123,6 +123,36 @@ impl Default for Opts {
 }
 
 impl World {
+    /// A card in the room assigned to and claimed by the agent, whose
+    /// account first reports zero totals (a fresh account's truth), so the
+    /// card's start snapshot is known and its cost is end − start.
+    pub async fn claimed_card(&self, title: &str) -> hoop_api::types::Card {
+        let card = self
+            .admin
+            .create_card(&hoop_api::admin::AdminCreateCard {
+                card: hoop_api::types::CreateCard {
+                    title: title.into(),
+                    assignee_id: Some(self.agent.id),
+                    parent_id: None,
+                    conversation_id: Some(self.room.id),
+                },
+                creator_id: Some(self.human.id),
+            })
+            .await
+            .unwrap();
+        self.agent_client
+            .usage(&hoop_api::types::UsageReport {
+                card_id: None,
+                tokens_in: Some(0),
+                tokens_cached_in: Some(0),
+                tokens_out: Some(0),
+            })
+            .await
+            .unwrap();
+        self.agent_client.claim_card(card.id).await.unwrap();
+        card
+    }
+
     pub async fn new(opts: Opts) -> World {
         let slot = Slot::take().await;
         let claude = opts.claude_bin.clone().unwrap_or_else(claude_bin);

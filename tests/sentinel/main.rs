@@ -10,39 +10,14 @@ mod usage;
 use std::time::Duration;
 
 use harness::*;
-use hoop_api::admin::AdminCreateCard;
-use hoop_api::types::{CreateCard, MessageKind};
+use hoop_api::types::MessageKind;
 use hoop_standin::Reply;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn answers_a_mention_and_commits_the_cursor_after_the_turn() {
     let w = World::new(Opts::default()).await;
     // A working card: the renewer opens its lease, the turn's usage lands on it.
-    let card = w
-        .admin
-        .create_card(&AdminCreateCard {
-            card: CreateCard {
-                title: "watch the build".into(),
-                assignee_id: Some(w.agent.id),
-                parent_id: None,
-                conversation_id: Some(w.room.id),
-            },
-            creator_id: Some(w.human.id),
-        })
-        .await
-        .unwrap();
-    // A fresh account's totals are zero: the card's start snapshot is known,
-    // so the turn's usage shows as its cost (end − start).
-    w.agent_client
-        .usage(&hoop_api::types::UsageReport {
-            card_id: None,
-            tokens_in: Some(0),
-            tokens_cached_in: Some(0),
-            tokens_out: Some(0),
-        })
-        .await
-        .unwrap();
-    w.agent_client.claim_card(card.id).await.unwrap();
+    let card = w.claimed_card("watch the build").await;
     w.standin
         .push(Reply::bash(w.say_cmd("the build is green"), "answered"));
     let mut d = w.spawn();

@@ -4,8 +4,7 @@
 //! the card was claimed counts, not just the last one.
 
 use crate::harness::*;
-use hoop_api::admin::AdminCreateCard;
-use hoop_api::types::{Card, CreateCard, UsageReport};
+use hoop_api::types::Card;
 use hoop_standin::{Reply, Usage, UsageScript};
 
 /// Every API response the stand-in sends carries these numbers.
@@ -15,35 +14,6 @@ const PER_RESPONSE: Usage = Usage {
     cache_read_input_tokens: 20_000,
     output_tokens: 7,
 };
-
-/// A card assigned to and claimed by the agent of a fresh account whose
-/// totals are known to be zero (so the card's start snapshot is zero).
-async fn claimed_card(w: &World) -> Card {
-    let card = w
-        .admin
-        .create_card(&AdminCreateCard {
-            card: CreateCard {
-                title: "two steps".into(),
-                assignee_id: Some(w.agent.id),
-                parent_id: None,
-                conversation_id: Some(w.room.id),
-            },
-            creator_id: Some(w.human.id),
-        })
-        .await
-        .unwrap();
-    w.agent_client
-        .usage(&UsageReport {
-            card_id: None,
-            tokens_in: Some(0),
-            tokens_cached_in: Some(0),
-            tokens_out: Some(0),
-        })
-        .await
-        .unwrap();
-    w.agent_client.claim_card(card.id).await.unwrap();
-    card
-}
 
 /// The card's cost must be `n` responses' worth, number by number.
 fn assert_cost(c: &Card, n: usize, when: &str) {
@@ -76,7 +46,7 @@ fn responses(w: &World) -> usize {
 async fn two_turns_on_one_card_give_it_both_turns_tokens() {
     let w = World::new(Opts::default()).await;
     w.standin.set_usage(UsageScript::Fixed(PER_RESPONSE));
-    let card = claimed_card(&w).await;
+    let card = w.claimed_card("two steps").await;
     let mut d = w.spawn();
     d.ready().await;
 
