@@ -687,19 +687,14 @@ async fn the_agent_runs_the_hoop_binary_through_bash_with_the_configured_path() 
     rig.done().await;
 }
 
-#[tokio::test]
-async fn the_autocompact_switch_sets_the_clis_ceiling_and_a_healthy_compaction_is_left_alone() {
-    let rig = Rig::new().await;
-    rig.switch(switches::AUTOCOMPACT, "200000");
-    let mut d = rig.driver();
-    assert_eq!(
-        d.run_turn(PREAMBLE, &msg("one: PINEAPPLE")).await.outcome,
-        Outcome::Ok
-    );
-    assert_eq!(
-        d.run_turn(PREAMBLE, &msg("two: BANANA")).await.outcome,
-        Outcome::Ok
-    );
+/// One turn whose context grows to 170k tokens, then another: with a 200k
+/// window the CLI must compact by itself before that second turn (`why`
+/// names what reached the CLI if it does not). Returns the second turn.
+async fn grow_past_the_window_then_turn(
+    rig: &Rig,
+    d: &mut hoop_sentinel::driver::Driver,
+    why: &str,
+) -> hoop_sentinel::driver::TurnReport {
     rig.standin
         .push(Reply::text("getting big").with_usage(Usage {
             input_tokens: 170_000,
@@ -714,13 +709,35 @@ async fn the_autocompact_switch_sets_the_clis_ceiling_and_a_healthy_compaction_i
     let before = rig.standin.request_count();
     let r4 = d.run_turn(PREAMBLE, &msg("four")).await;
     assert_eq!(r4.outcome, Outcome::Ok, "{r4:?}");
-    // The CLI compacted by itself, near the 200k window the switch set.
     assert!(
         rig.standin.requests()[before..]
             .iter()
             .any(|r| r.is_summary_request()),
-        "CLAUDE_CODE_AUTO_COMPACT_WINDOW reached the CLI"
+        "{why}"
     );
+    r4
+}
+
+#[tokio::test]
+async fn the_autocompact_switch_sets_the_clis_ceiling_and_a_healthy_compaction_is_left_alone() {
+    let rig = Rig::new().await;
+    rig.switch(switches::AUTOCOMPACT, "200000");
+    let mut d = rig.driver();
+    assert_eq!(
+        d.run_turn(PREAMBLE, &msg("one: PINEAPPLE")).await.outcome,
+        Outcome::Ok
+    );
+    assert_eq!(
+        d.run_turn(PREAMBLE, &msg("two: BANANA")).await.outcome,
+        Outcome::Ok
+    );
+    // The CLI compacted by itself, near the 200k window the switch set.
+    let r4 = grow_past_the_window_then_turn(
+        &rig,
+        &mut d,
+        "CLAUDE_CODE_AUTO_COMPACT_WINDOW reached the CLI",
+    )
+    .await;
     assert!(
         !r4.auto_off_written,
         "one compaction that works is the ceiling doing its job"
@@ -812,26 +829,12 @@ async fn configured_or_inherited_knobs_never_override_the_switches() {
             .all(|r| r.cache_controls().iter().all(|c| c.get("ttl").is_none())),
         "cache_ttl=5m beats an ENABLE_PROMPT_CACHING_1H=1 in the environment"
     );
-    rig.standin
-        .push(Reply::text("getting big").with_usage(Usage {
-            input_tokens: 170_000,
-            cache_creation_input_tokens: 0,
-            cache_read_input_tokens: 0,
-            output_tokens: 10,
-        }));
-    assert_eq!(
-        d.run_turn(PREAMBLE, &msg("three")).await.outcome,
-        Outcome::Ok
-    );
-    let before = rig.standin.request_count();
-    let r4 = d.run_turn(PREAMBLE, &msg("four")).await;
-    assert_eq!(r4.outcome, Outcome::Ok, "{r4:?}");
-    assert!(
-        rig.standin.requests()[before..]
-            .iter()
-            .any(|r| r.is_summary_request()),
-        "autocompact=200000 beats DISABLE_AUTO_COMPACT=1 in the environment"
-    );
+    grow_past_the_window_then_turn(
+        &rig,
+        &mut d,
+        "autocompact=200000 beats DISABLE_AUTO_COMPACT=1 in the environment",
+    )
+    .await;
     assert_eq!(d.spawns(), 1);
     d.stop().await;
     rig.done().await;
