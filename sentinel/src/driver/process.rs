@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout};
 use tokio::time::Instant;
 
@@ -97,11 +97,47 @@ impl StderrTail {
     }
 }
 
+/// A child's stderr pipe and what was read from it. Reads happen only under
+/// the tail's lock, so a caller that drains the pipe before taking a mark
+/// sees every byte the child wrote before that moment: none can be in
+/// flight between the pipe and the tail (a background reader that had read
+/// bytes but not yet stored them let an earlier turn's notice be judged as
+/// a later turn's).
+struct StderrPipe {
+    tail: Mutex<StderrTail>,
+    pipe: Option<tokio::net::unix::pipe::Receiver>,
+}
+
+impl StderrPipe {
+    fn lock(&self) -> std::sync::MutexGuard<'_, StderrTail> {
+        self.tail.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Move whatever the pipe holds right now into the tail and return the
+    /// locked tail. `open` is false once the pipe reached EOF or failed.
+    fn drain(&self) -> (std::sync::MutexGuard<'_, StderrTail>, bool) {
+        let mut t = self.lock();
+        let Some(rx) = &self.pipe else {
+            return (t, false);
+        };
+        let mut chunk = [0u8; 4096];
+        loop {
+            match rx.try_read(&mut chunk) {
+                Ok(0) => return (t, false),
+                Ok(n) => t.push(&chunk[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return (t, true),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => return (t, false),
+            }
+        }
+    }
+}
+
 pub struct AgentProcess {
     child: Child,
     stdin: Option<ChildStdin>,
     stdout: BufReader<ChildStdout>,
-    stderr: Arc<Mutex<StderrTail>>,
+    stderr: Arc<StderrPipe>,
     pid: Option<u32>,
     exit: Option<ExitInfo>,
 }
@@ -137,18 +173,25 @@ impl AgentProcess {
             .stdout
             .take()
             .ok_or_else(|| std::io::Error::other("child has no stdout"))?;
-        let stderr_buf = Arc::new(Mutex::new(StderrTail::default()));
-        if let Some(mut err) = child.stderr.take() {
+        // The pipe is kept drained in the background (a chatty child must
+        // never block on a full pipe) and drained again on demand.
+        let pipe = match child.stderr.take() {
+            Some(err) => Some(tokio::net::unix::pipe::Receiver::from_owned_fd(
+                err.into_owned_fd()?,
+            )?),
+            None => None,
+        };
+        let stderr_buf = Arc::new(StderrPipe {
+            tail: Mutex::new(StderrTail::default()),
+            pipe,
+        });
+        if stderr_buf.pipe.is_some() {
             let buf = stderr_buf.clone();
             tokio::spawn(async move {
-                let mut chunk = [0u8; 4096];
-                while let Ok(n) = err.read(&mut chunk).await {
-                    if n == 0 {
+                while let Some(rx) = &buf.pipe {
+                    if rx.readable().await.is_err() || !buf.drain().1 {
                         break;
                     }
-                    buf.lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .push(&chunk[..n]);
                 }
             });
         }
@@ -193,12 +236,12 @@ impl AgentProcess {
     /// turn is judged by its own stderr only, never by a mark an earlier
     /// turn left.
     pub fn stderr_mark(&self) -> u64 {
-        self.stderr.lock().unwrap_or_else(|e| e.into_inner()).total
+        self.stderr.drain().0.total
     }
 
     /// The stderr written after `mark` (as much of it as is kept).
     pub fn stderr_since(&self, mark: u64) -> String {
-        let t = self.stderr.lock().unwrap_or_else(|e| e.into_inner());
+        let (t, _) = self.stderr.drain();
         String::from_utf8_lossy(t.since(mark)).into_owned()
     }
 
@@ -319,6 +362,37 @@ mod tests {
         assert_eq!(t.since(t.total + 5), b"");
     }
 
+    /// A mark taken right after a child's stdout line counts every stderr
+    /// byte the child wrote before that line, every time: a turn is never
+    /// judged by an earlier turn's stderr.
+    #[tokio::test]
+    async fn a_mark_counts_all_stderr_written_before_the_last_stdout_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = SpawnSpec {
+            program: "/bin/sh".into(),
+            args: vec![
+                "-c".into(),
+                r#"while read line; do printf 'notice\n' >&2; echo '{"type":"result","is_error":false}'; done"#
+                    .into(),
+            ],
+            env: vec![],
+            unset: vec![],
+            cwd: dir.path().to_path_buf(),
+        };
+        let mut p = AgentProcess::spawn(&spec).unwrap();
+        for turn in 1..=200u64 {
+            p.send("{}").await.unwrap();
+            let mut log = TurnLog::default();
+            let end = p
+                .read_turn(&mut log, Instant::now() + Duration::from_secs(20))
+                .await;
+            assert_eq!(end, ReadEnd::Result, "turn {turn}");
+            assert_eq!(p.stderr_mark(), turn * 7, "turn {turn}");
+        }
+        p.close_stdin();
+        p.wait_exit(Duration::from_secs(20)).await;
+    }
+
     /// The child does not inherit a variable the spec removes, even one the
     /// daemon's own environment has (`HOME` is always there).
     #[tokio::test]
@@ -345,11 +419,7 @@ mod tests {
             p.wait_exit(Duration::from_secs(20)).await,
             Some(ExitInfo::Code(0))
         );
-        // The stderr reader may lag the exit by a moment.
-        let until = std::time::Instant::now() + Duration::from_secs(20);
-        while p.stderr_text().is_empty() && std::time::Instant::now() < until {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        // Read on demand: nothing the child wrote before it exited can lag.
         assert_eq!(p.stderr_text().trim(), "home=unset set=yes");
     }
 }
