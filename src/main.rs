@@ -49,15 +49,27 @@ enum Command {
     Usage(cmd::usage::Args),
 }
 
+/// `hoop guard …` parsed on its own: a hook runs on every tool call of the
+/// agent, so it does not pay for building the parser of every other
+/// subcommand (about a third of its start-up).
+#[derive(Parser)]
+#[command(name = "hoop guard", about = "Hook guards for Claude Code and Cursor")]
+struct GuardCli {
+    #[command(subcommand)]
+    command: cmd::guard::Command,
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    // Hooks first: no runtime, no subscriber, no config beyond their own.
-    if let Command::Guard(c) = cli.command {
-        return cmd::guard::run(c);
+    // Hooks first: no runtime, no subscriber, no config beyond their own,
+    // and no parser beyond their own.
+    if std::env::args_os().nth(1).is_some_and(|a| a == "guard") {
+        let args = std::iter::once("hoop guard".into()).chain(std::env::args_os().skip(2));
+        return cmd::guard::run(GuardCli::parse_from(args).command);
     }
+    let cli = Cli::parse();
     cmd::init_tracing();
     let result = match cli.command {
-        Command::Guard(_) => unreachable!("dispatched above"),
+        Command::Guard(c) => Ok(cmd::guard::run(c)),
         Command::Backend(c) => cmd::backend::run(c),
         Command::Sentinel(c) => cmd::sentinel::run(c),
         Command::Demo(a) => cmd::demo::run(a),
