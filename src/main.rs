@@ -47,17 +47,22 @@ enum Command {
     Hooks(cmd::hooks::Command),
     /// Token usage from Claude Code's own transcripts.
     Usage(cmd::usage::Args),
+    /// A worker's lifecycle hook → one signal to the sentinel's loopback
+    /// endpoint (reads the payload on stdin; always exits 0).
+    HookStatus(cmd::hook_status::Args),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     // Hooks first: no runtime, no subscriber, no config beyond their own.
-    if let Command::Guard(c) = cli.command {
-        return cmd::guard::run(c);
-    }
+    let cli = match cli.command {
+        Command::Guard(c) => return cmd::guard::run(c),
+        Command::HookStatus(a) => return cmd::hook_status::run(a),
+        command => Cli { command },
+    };
     cmd::init_tracing();
     let result = match cli.command {
-        Command::Guard(_) => unreachable!("dispatched above"),
+        Command::Guard(_) | Command::HookStatus(_) => unreachable!("dispatched above"),
         Command::Backend(c) => cmd::backend::run(c),
         Command::Sentinel(c) => cmd::sentinel::run(c),
         Command::Demo(a) => cmd::demo::run(a),
