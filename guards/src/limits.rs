@@ -58,3 +58,8 @@ pub const LANE_HOOK_TIMEOUT_SECS: u64 = 10;
 /// `latest_signals` reads at most this many runs of one mission (a home has
 /// at most 8 live sub-cards per parent; finished runs stay until their TTL).
 pub const LANE_READ_CAP: usize = 256;
+
+/// A run's projection keeps its last this-many signals (a status line shows
+/// the latest; the few before it say how the run got there) — bounded so a
+/// chatty or hostile session cannot grow the file.
+pub const LANE_RECENT_CAP: usize = 16;

@@ -233,6 +233,16 @@ where
         });
     }
     set.spawn(tasks::heartbeat::run(client.clone(), cfg.timings.clone()));
+    // The hook-status lane of the home's workers (observability only).
+    let runtime = hoop_guards::lane::runtime_dir(&home);
+    if let Some((listener, addr)) = tasks::hook_status::bind(&runtime, &home.name).await {
+        tracing::info!(%addr, "hook-status endpoint on loopback");
+        set.spawn(tasks::hook_status::run(
+            listener,
+            runtime,
+            home.name.clone(),
+        ));
+    }
     set.spawn(tasks::lease::run(client.clone(), current_card));
     {
         let (agent, turn_lock) = (agent.clone(), home.turn_lock_path());

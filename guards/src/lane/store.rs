@@ -10,7 +10,9 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use super::signal::{Signal, scrub_detail};
-use crate::limits::{LANE_ID_MAX_CHARS, LANE_READ_CAP, LANE_REGISTRATION_TTL_SECS};
+use crate::limits::{
+    LANE_ID_MAX_CHARS, LANE_READ_CAP, LANE_RECENT_CAP, LANE_REGISTRATION_TTL_SECS,
+};
 use hoop_core::fsutil::{WriteOptions, write_atomic};
 
 /// Schema version of the projection entries and of the spec file.
@@ -113,6 +115,9 @@ struct Entry {
     registered_at: i64,
     #[serde(default)]
     latest: Option<SignalRecord>,
+    /// The last [`LANE_RECENT_CAP`] signals, oldest first.
+    #[serde(default)]
+    recent: Vec<SignalRecord>,
     #[serde(default)]
     received: u64,
 }
@@ -125,6 +130,8 @@ pub struct RunView {
     pub run_id: String,
     pub registered_at: i64,
     pub latest: Option<SignalRecord>,
+    /// The last few signals, oldest first (bounded).
+    pub recent: Vec<SignalRecord>,
     /// How many signals were accepted for this run.
     pub received: u64,
 }
@@ -203,6 +210,7 @@ pub fn register_run_at(runtime: &Path, mission: &str, run: &str, now: i64) -> Op
         token_sha256: token_hash(token.expose()),
         registered_at: now,
         latest: None,
+        recent: Vec::new(),
         received: 0,
     };
     if let Err(e) = write_entry(&path, &entry) {
@@ -270,11 +278,15 @@ pub fn record_signal(runtime: &Path, post: &SignalPost, now: i64) -> Result<(), 
     if !token_ok {
         return Err(Rejection::WrongToken);
     }
-    entry.latest = Some(SignalRecord {
+    let record = SignalRecord {
         signal: post.signal,
         detail: scrub_detail(post.detail.as_deref()),
         at: now,
-    });
+    };
+    entry.recent.push(record.clone());
+    let over = entry.recent.len().saturating_sub(LANE_RECENT_CAP);
+    entry.recent.drain(..over);
+    entry.latest = Some(record);
     entry.received = entry.received.saturating_add(1);
     write_entry(&path, &entry).map_err(|_| Rejection::Io)
 }
@@ -303,6 +315,7 @@ pub fn latest_signals(runtime: &Path, mission: &str) -> Vec<RunView> {
                 run_id: entry.run_id,
                 registered_at: entry.registered_at,
                 latest: entry.latest,
+                recent: entry.recent,
                 received: entry.received,
             })
         })
@@ -403,6 +416,17 @@ mod tests {
         assert_eq!(latest.signal, Signal::ToolFailed);
         assert_eq!(latest.at, NOW + 6);
         assert_eq!(latest.detail.as_deref(), Some("Bash"));
+        assert_eq!(
+            views[0].recent.iter().map(|r| r.signal).collect::<Vec<_>>(),
+            vec![Signal::Running, Signal::ToolFailed]
+        );
+        for i in 0..LANE_RECENT_CAP as i64 + 3 {
+            record_signal(rt.path(), &post(&lane, Signal::TurnFinished), NOW + 10 + i).unwrap();
+        }
+        let views = latest_signals(rt.path(), "bolt");
+        assert_eq!(views[0].recent.len(), LANE_RECENT_CAP, "recent is bounded");
+        assert_eq!(views[0].recent[0].at, NOW + 13, "the oldest go first");
+        assert_eq!(views[0].received, LANE_RECENT_CAP as u64 + 5);
         let shown = serde_json::to_string(&views).unwrap();
         assert!(!shown.contains(lane.token.expose()));
         assert!(!shown.contains(&token_hash(lane.token.expose())));
