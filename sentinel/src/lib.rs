@@ -13,6 +13,7 @@ pub mod driver;
 pub mod driver_agent;
 pub mod lock;
 pub mod patrol;
+pub mod patrol_round;
 pub mod plan;
 pub mod policy;
 pub mod prompts;
