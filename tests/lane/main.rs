@@ -16,10 +16,11 @@ use hoop_guards::limits::{LANE_BODY_MAX_BYTES, LANE_POST_TIMEOUT_MS, LANE_REGIST
 use hoop_standin::{Reply, Standin};
 use serde_json::{Value, json};
 
+#[path = "../support/claude.rs"]
+mod claude;
+
 const HOOP: &str = env!("CARGO_BIN_EXE_hoop");
 const MISSION: &str = "bolt";
-/// Every wait on the CLI is bounded by this.
-const CLI_TIMEOUT: Duration = Duration::from_secs(120);
 
 struct World {
     _dir: tempfile::TempDir,
@@ -370,14 +371,6 @@ async fn a_hook_that_never_fires_leaves_a_registered_run_with_no_signal() {
     assert_eq!(v.received, 0);
 }
 
-fn claude_bin() -> PathBuf {
-    let p = std::env::var_os("HOOP_CLAUDE_BIN")
-        .map(PathBuf::from)
-        .expect("HOOP_CLAUDE_BIN must name the real claude CLI (tests/node_modules/.bin/claude)");
-    assert!(p.exists(), "HOOP_CLAUDE_BIN={} does not exist", p.display());
-    p
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_real_claude_run_with_the_installed_hooks_reaches_the_endpoint() {
     let w = World::new().await;
@@ -388,31 +381,8 @@ async fn a_real_claude_run_with_the_installed_hooks_reaches_the_endpoint() {
     std::fs::create_dir_all(&work).unwrap();
     // One Bash call that fails, then an answer.
     standin.push(Reply::bash("exit 3", "done"));
-    let mut c = tokio::process::Command::new(claude_bin());
-    c.args([
-        "-p",
-        "do the task",
-        "--output-format",
-        "stream-json",
-        "--verbose",
-        "--permission-mode",
-        "bypassPermissions",
-    ])
-    .current_dir(&work)
-    .env("HOME", &w.scratch)
-    .env("IS_SANDBOX", "1")
-    .env_remove("CLAUDE_CONFIG_DIR")
-    .stdin(Stdio::null())
-    .kill_on_drop(true);
-    for (k, v) in standin.claude_env() {
-        c.env(k, v);
-    }
-    let out = tokio::time::timeout(CLI_TIMEOUT, c.output())
-        .await
-        .expect("the claude CLI finishes in time")
-        .expect("the claude CLI starts");
-    let stream = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stream}");
+    let (ok, stream) = claude::run_claude(&standin, &w.scratch, &work, &[]).await;
+    assert!(ok, "{stream}");
     // SessionEnd's hook runs as the CLI exits: wait for it (bounded).
     let deadline = Instant::now() + Duration::from_secs(20);
     let v = loop {
