@@ -13,7 +13,9 @@
 //!   "idle_reap_sec": 1800,
 //!   "new_room_backlog_sec": 3600,
 //!   "env": {"ANTHROPIC_BASE_URL": "…"},
-//!   "timings": {"debounce_ms": 3000}
+//!   "timings": {"debounce_ms": 3000},
+//!   "patrols": [{"name": "inbox", "interval_sec": 1200, "prescan": ["scan"],
+//!                "quiet_exit": 3, "brief": "…"}]
 //! }
 //! ```
 

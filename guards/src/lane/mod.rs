@@ -29,8 +29,8 @@ pub use install::{Agent, InstallError, Installed, install_lifecycle_hooks};
 pub use relay::{HookStatusSpec, SIGNAL_PATH, mission_status_path};
 pub use signal::{Signal, map_payload};
 pub use store::{
-    Rejection, RunLane, RunView, SignalPost, SignalRecord, latest_signals, publish_endpoint,
-    record_signal, register_run,
+    NON_AUTHORITATIVE, Rejection, RunLane, RunView, SignalPost, SignalRecord, latest_signals,
+    publish_endpoint, record_signal, register_run,
 };
 
 /// The runtime dir of a home's lane: the hoop root the home lives under

@@ -136,6 +136,33 @@ pub struct RunView {
     pub received: u64,
 }
 
+/// The label every display of the lane carries: signals are what hooks
+/// said, not what the card is.
+pub const NON_AUTHORITATIVE: &str = "hook-derived, non-authoritative";
+
+impl RunView {
+    /// One status line: `card-5: tool-failed (Bash), 12 s ago [hook-derived,
+    /// non-authoritative]`, or `no signal yet` when no hook has fired.
+    pub fn describe(&self, now: i64) -> String {
+        let what = match &self.latest {
+            None => "no signal yet".to_string(),
+            Some(r) => {
+                let detail = r
+                    .detail
+                    .as_ref()
+                    .map(|d| format!(" ({d})"))
+                    .unwrap_or_default();
+                format!(
+                    "{}{detail}, {} s ago",
+                    r.signal,
+                    now.saturating_sub(r.at).max(0)
+                )
+            }
+        };
+        format!("{}: {what} [{NON_AUTHORITATIVE}]", self.run_id)
+    }
+}
+
 /// The body `hoop hook-status` POSTs and the endpoint consumes.
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -427,6 +454,10 @@ mod tests {
         assert_eq!(views[0].recent.len(), LANE_RECENT_CAP, "recent is bounded");
         assert_eq!(views[0].recent[0].at, NOW + 13, "the oldest go first");
         assert_eq!(views[0].received, LANE_RECENT_CAP as u64 + 5);
+        assert_eq!(
+            views[0].describe(NOW + 60),
+            format!("card-1: turn-finished (Bash), 32 s ago [{NON_AUTHORITATIVE}]")
+        );
         let shown = serde_json::to_string(&views).unwrap();
         assert!(!shown.contains(lane.token.expose()));
         assert!(!shown.contains(&token_hash(lane.token.expose())));
@@ -528,6 +559,10 @@ mod tests {
         assert_eq!(
             views.iter().map(|v| v.run_id.as_str()).collect::<Vec<_>>(),
             vec!["card-2"]
+        );
+        assert_eq!(
+            views[0].describe(NOW),
+            format!("card-2: no signal yet [{NON_AUTHORITATIVE}]")
         );
         assert!(latest_signals(rt.path(), "..").is_empty());
         assert!(latest_signals(rt.path(), "never-used").is_empty());
