@@ -83,6 +83,18 @@ exit 3"#,
         d.log_text()
     );
 
+    // The daemon also serves its home's hook-status endpoint on loopback.
+    let endpoint = std::fs::read_to_string(w.root.path().join("hook-status/bolt/endpoint"))
+        .expect("the endpoint is published");
+    assert!(endpoint.starts_with("http://127.0.0.1:"), "{endpoint}");
+    let shown: Value = reqwest::get(format!("{}/missions/bolt/hook-status", endpoint.trim()))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(shown, json!({"nonAuthoritative": true, "runs": []}));
+
     // Quiet: ticks pass, no model call.
     d.wait_log_count("🔭 patrol quiet: no round, no model call", 2)
         .await;
