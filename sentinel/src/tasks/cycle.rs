@@ -130,6 +130,19 @@ pub enum Job {
     Nothing,
 }
 
+/// Take what already arrived (kicks that rang during the last turn), then
+/// [`pick`]; `None` when the kick sender is gone.
+fn next_job(
+    inbox: &mut Inbox,
+    pending: &mut Targets,
+    queue: &mut VecDeque<PatrolFire>,
+) -> Option<Job> {
+    if !inbox.drain(pending, queue) {
+        return None;
+    }
+    Some(pick(!pending.is_empty(), !queue.is_empty()))
+}
+
 /// Message work first, always; a patrol only when no message waits. With
 /// the kicks collected before every pick, a message waits behind at most
 /// the patrol turn already running.
@@ -248,7 +261,10 @@ pub async fn run<A: Agent>(
         if now >= next_alarm {
             pending.all = true;
         }
-        let outcome = match pick(!pending.is_empty(), !queue.is_empty()) {
+        let Some(job) = next_job(&mut inbox, &mut pending, &mut queue) else {
+            return;
+        };
+        let outcome = match job {
             Job::Nothing => continue,
             Job::Messages => {
                 if pending.all {
@@ -422,6 +438,44 @@ mod tests {
         for (messages, patrols, want) in table {
             assert_eq!(pick(messages, patrols), want, "{messages} {patrols}");
         }
+    }
+
+    #[test]
+    fn a_kick_that_rang_during_a_turn_goes_before_a_queued_patrol() {
+        let (kick_tx, kicks) = tokio::sync::mpsc::unbounded_channel();
+        let (fire_tx, fires) = tokio::sync::mpsc::unbounded_channel();
+        let mut inbox = Inbox {
+            kicks,
+            patrols: Some(fires),
+        };
+        let fire = |name: &str| PatrolFire {
+            name: name.into(),
+            message: String::new(),
+            commit_cursor: false,
+            dir: std::path::PathBuf::new(),
+        };
+        let mut pending = Targets::default();
+        // Patrol b was queued before the turn; patrol c and a message rang
+        // during it.
+        let mut queue = VecDeque::from([fire("b")]);
+        fire_tx.send(fire("c")).unwrap();
+        kick_tx.send(Kick::Conversation(7)).unwrap();
+        assert_eq!(
+            next_job(&mut inbox, &mut pending, &mut queue),
+            Some(Job::Messages)
+        );
+        assert_eq!(pending, t(false, &[7]));
+        assert_eq!(
+            queue.iter().map(|f| f.name.as_str()).collect::<Vec<_>>(),
+            vec!["b", "c"]
+        );
+        pending = Targets::default();
+        assert_eq!(
+            next_job(&mut inbox, &mut pending, &mut queue),
+            Some(Job::Patrol)
+        );
+        drop(kick_tx);
+        assert_eq!(next_job(&mut inbox, &mut pending, &mut queue), None);
     }
 
     #[test]
