@@ -47,6 +47,9 @@ enum Command {
     Hooks(cmd::hooks::Command),
     /// Token usage from Claude Code's own transcripts.
     Usage(cmd::usage::Args),
+    /// A worker's lifecycle hook → one signal to the sentinel's loopback
+    /// endpoint (reads the payload on stdin; always exits 0).
+    HookStatus(cmd::hook_status::Args),
 }
 
 /// `hoop guard …` parsed on its own: a hook runs on every tool call of the
@@ -67,9 +70,14 @@ fn main() -> ExitCode {
         return cmd::guard::run(GuardCli::parse_from(args).command);
     }
     let cli = Cli::parse();
+    let cli = match cli.command {
+        Command::HookStatus(a) => return cmd::hook_status::run(a),
+        command => Cli { command },
+    };
     cmd::init_tracing();
     let result = match cli.command {
         Command::Guard(c) => Ok(cmd::guard::run(c)),
+        Command::HookStatus(_) => unreachable!("dispatched above"),
         Command::Backend(c) => cmd::backend::run(c),
         Command::Sentinel(c) => cmd::sentinel::run(c),
         Command::Demo(a) => cmd::demo::run(a),

@@ -127,3 +127,22 @@ pub const WINDOW_SYNC_INTERVAL: Duration = Duration::from_secs(30);
 
 /// Hook payloads are read up to this many bytes; a larger one is not parsed.
 pub const HOOK_STDIN_CAP_BYTES: usize = 4 * 1024 * 1024;
+
+// ---------------------------------------------------------------- patrols, event kinds
+
+/// Body cap of an `alert` event (seed 000): truncating an alert loses detail
+/// about one incident, and 4 KB holds what a person needs to act on one.
+pub const ALERT_BODY_CAP_BYTES: usize = 4 * 1024;
+/// Body cap of a `task` event (seed 000): the same size as an alert; a task
+/// names one piece of work.
+pub const TASK_BODY_CAP_BYTES: usize = 4 * 1024;
+/// Body cap of a `brief` event (seed 000): larger because a brief is a
+/// procedure, and truncating one deletes STEPS — the run then does most of
+/// a job and reports success.
+pub const BRIEF_BODY_CAP_BYTES: usize = 16 * 1024;
+/// A patrol's prescan runs at most this long unless its declaration says
+/// otherwise: a prescan is plain code over local state and an API or two.
+pub const PATROL_PRESCAN_TIMEOUT: Duration = Duration::from_secs(60);
+/// A prescan's stderr is kept up to this many bytes for the failure text
+/// (the end of it, where the error usually is).
+pub const PATROL_STDERR_KEEP_BYTES: usize = 2 * 1024;

@@ -27,6 +27,9 @@ pub struct Spec {
     pub matcher: Option<&'static str>,
     /// Arguments after the program: `guard act`, …
     pub args: Vec<String>,
+    /// The hook's `timeout` in seconds, written only when set (the
+    /// hook-status lane's lifecycle hooks carry one).
+    pub timeout: Option<u64>,
 }
 
 fn spec(event: &'static str, matcher: Option<&'static str>, args: &[&str]) -> Spec {
@@ -34,6 +37,7 @@ fn spec(event: &'static str, matcher: Option<&'static str>, args: &[&str]) -> Sp
         event,
         matcher,
         args: args.iter().map(|s| s.to_string()).collect(),
+        timeout: None,
     }
 }
 
@@ -211,12 +215,19 @@ pub fn merge(
                 Change::Updated { from, to: want }
             }
             None => {
+                let mut hook = match target {
+                    Target::Claude => json!({"type": "command", "command": want}),
+                    Target::Cursor => json!({"command": want}),
+                };
+                if let Some(t) = s.timeout {
+                    hook["timeout"] = json!(t);
+                }
                 list.push(match target {
                     Target::Claude => json!({
                         "matcher": s.matcher.unwrap_or(""),
-                        "hooks": [{"type": "command", "command": want}],
+                        "hooks": [hook],
                     }),
-                    Target::Cursor => json!({"command": want}),
+                    Target::Cursor => hook,
                 });
                 Change::Added(want)
             }

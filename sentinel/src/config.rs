@@ -13,7 +13,9 @@
 //!   "idle_reap_sec": 1800,
 //!   "new_room_backlog_sec": 3600,
 //!   "env": {"ANTHROPIC_BASE_URL": "…"},
-//!   "timings": {"debounce_ms": 3000}
+//!   "timings": {"debounce_ms": 3000},
+//!   "patrols": [{"name": "inbox", "interval_sec": 1200, "prescan": ["scan"],
+//!                "quiet_exit": 3, "brief": "…"}]
 //! }
 //! ```
 
@@ -39,6 +41,8 @@ pub enum ConfigError {
         path: PathBuf,
         error: serde_json::Error,
     },
+    #[error("{path}: {error}")]
+    Invalid { path: PathBuf, error: String },
 }
 
 /// `sentinel.json`.
@@ -67,6 +71,9 @@ pub struct SentinelFile {
     /// Shorter clocks for tests and demos; production leaves this out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timings: Option<TimingsFile>,
+    /// Timed patrols ([`crate::patrol`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub patrols: Vec<crate::patrol::PatrolFile>,
 }
 
 /// Overrides of the daemon's clocks, in milliseconds.
@@ -164,6 +171,8 @@ pub struct SentinelConfig {
     pub new_room_backlog: Duration,
     pub env: BTreeMap<String, String>,
     pub timings: Timings,
+    /// Validated patrols (see [`SentinelConfig::load`]).
+    pub patrols: Vec<crate::patrol::Patrol>,
 }
 
 /// The default agent CLI: found on PATH.
@@ -173,8 +182,11 @@ pub const DEFAULT_CLAUDE_BIN: &str = "claude";
 pub const DEFAULT_PERMISSION_MODE: &str = "bypassPermissions";
 
 impl SentinelConfig {
+    /// Resolve defaults; patrols are validated by [`SentinelConfig::load`]
+    /// (here, declarations that do not validate are dropped).
     pub fn resolve(f: SentinelFile) -> SentinelConfig {
         SentinelConfig {
+            patrols: crate::patrol::validate(&f.patrols).unwrap_or_default(),
             claude_bin: f
                 .claude_bin
                 .unwrap_or_else(|| PathBuf::from(DEFAULT_CLAUDE_BIN)),
@@ -201,7 +213,7 @@ impl SentinelConfig {
         let path = home_dir.join(SENTINEL_CONFIG_FILE);
         let file = match std::fs::read_to_string(&path) {
             Ok(text) => serde_json::from_str(&text).map_err(|source| ConfigError::Parse {
-                path,
+                path: path.clone(),
                 error: source,
             })?,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => SentinelFile::default(),
@@ -212,6 +224,9 @@ impl SentinelConfig {
                 });
             }
         };
+        if let Err(error) = crate::patrol::validate(&file.patrols) {
+            return Err(ConfigError::Invalid { path, error });
+        }
         Ok(SentinelConfig::resolve(file))
     }
 }
@@ -248,5 +263,24 @@ mod tests {
         std::fs::write(&p, r#"{"idle_reep_sec": 5}"#).unwrap();
         let e = SentinelConfig::load(dir.path()).unwrap_err();
         assert!(e.to_string().contains("idle_reep_sec"), "{e}");
+    }
+
+    #[test]
+    fn patrols_are_read_and_a_bad_one_stops_the_load() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join(SENTINEL_CONFIG_FILE);
+        let patrol = |quiet: i32| {
+            format!(
+                r#"{{"patrols": [{{"name": "inbox", "interval_sec": 60, "prescan": ["scan"],
+                    "quiet_exit": {quiet}, "brief": "summarise"}}]}}"#
+            )
+        };
+        std::fs::write(&p, patrol(3)).unwrap();
+        let c = SentinelConfig::load(dir.path()).unwrap();
+        assert_eq!(c.patrols.len(), 1);
+        assert_eq!(c.patrols[0].name, "inbox");
+        std::fs::write(&p, patrol(0)).unwrap();
+        let e = SentinelConfig::load(dir.path()).unwrap_err();
+        assert!(e.to_string().contains("quiet_exit"), "{e}");
     }
 }

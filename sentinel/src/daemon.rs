@@ -1,6 +1,7 @@
 //! The daemon's wiring: take the account lock (held for life), load and
 //! check the home's state, log in, print the `🚀` line, then run the tasks
-//! (ws, cycle, heartbeat, lease renewer, idle reaper) until SIGTERM/SIGINT.
+//! (ws, cycle, heartbeat, lease renewer, idle reaper, patrols, the
+//! hook-status endpoint) until SIGTERM/SIGINT.
 //!
 //! Cold start: before the first round the agent's session is compacted if
 //! it is big ([`cold_start`]), holding the turn lock; the WebSocket is
@@ -172,7 +173,7 @@ where
     let prompts = PromptSet::load(&home.prompts_dir(), &home.task_path());
     let switches = Switches::read(&home);
     tracing::info!(
-        "🚀 {} pid={} backend={} email={} claude={} permission={} cursors={} prompts={} {}",
+        "🚀 {} pid={} backend={} email={} claude={} permission={} cursors={} prompts={} {} {}",
         home.name,
         std::process::id(),
         backend_cfg.base_url,
@@ -181,18 +182,20 @@ where
         cfg.permission_mode,
         cursors.0.len(),
         prompts.describe(),
-        switches.describe()
+        switches.describe(),
+        crate::patrol::describe(&cfg.patrols)
     );
     // A process a crashed predecessor left running would answer on its own.
     crate::driver_agent::stop_leftover(&home.dir(), &workdir, &cfg.claude_bin).await;
     let me = login_until_ok(&client, &cfg, &home.dir().join(STATUS_FILE)).await;
     tracing::info!(user = me.id, username = %me.username, "logged in");
 
+    let setup_env = agent_env(&home, &cfg, &hoop_exe);
     let setup = AgentSetup {
         home: home.clone(),
         claude_bin: cfg.claude_bin.clone(),
         workdir,
-        env: agent_env(&home, &cfg, &hoop_exe),
+        env: setup_env.clone(),
         permission_mode: cfg.permission_mode.clone(),
         allowed_tools: cfg.allowed_tools.clone(),
         turn_timeout: cfg.turn_timeout,
@@ -224,15 +227,42 @@ where
         kick_tx,
         connected.clone(),
     ));
+    let patrols = if cfg.patrols.is_empty() {
+        None
+    } else {
+        let (fire_tx, fire_rx) = tokio::sync::mpsc::unbounded_channel();
+        let in_flight = tasks::patrol::InFlight::default();
+        set.spawn(tasks::patrol::run(
+            home.dir(),
+            setup_env.clone(),
+            cfg.patrols.clone(),
+            fire_tx,
+            in_flight.clone(),
+        ));
+        Some(tasks::cycle::PatrolInbox {
+            rx: fire_rx,
+            in_flight,
+        })
+    };
     {
         let (ctx, agent, connected) = (ctx.clone(), agent.clone(), connected.clone());
         let retry = cfg.timings.turn_lock_retry;
         set.spawn(async move {
             cold_start(&ctx.home.turn_lock_path(), &agent, retry).await;
-            tasks::cycle::run(ctx, agent, kick_rx, connected, status).await
+            tasks::cycle::run(ctx, agent, kick_rx, patrols, connected, status).await
         });
     }
     set.spawn(tasks::heartbeat::run(client.clone(), cfg.timings.clone()));
+    // The hook-status lane of the home's workers (observability only).
+    let runtime = hoop_guards::lane::runtime_dir(&home);
+    if let Some((listener, addr)) = tasks::hook_status::bind(&runtime, &home.name).await {
+        tracing::info!(%addr, "hook-status endpoint on loopback");
+        set.spawn(tasks::hook_status::run(
+            listener,
+            runtime,
+            home.name.clone(),
+        ));
+    }
     set.spawn(tasks::lease::run(client.clone(), current_card));
     {
         let (agent, turn_lock) = (agent.clone(), home.turn_lock_path());

@@ -12,6 +12,8 @@ pub mod daemon;
 pub mod driver;
 pub mod driver_agent;
 pub mod lock;
+pub mod patrol;
+pub mod patrol_round;
 pub mod plan;
 pub mod policy;
 pub mod prompts;

@@ -4,6 +4,7 @@
 pub mod backend;
 pub mod demo;
 pub mod guard;
+pub mod hook_status;
 pub mod hooks;
 pub mod read;
 pub mod say;
