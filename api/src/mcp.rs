@@ -35,6 +35,28 @@ pub const PROTOCOL_VERSION_HEADER: &str = "MCP-Protocol-Version";
 /// `Retry-After` (60 s), so a burst over the limit costs one wait, not a loop.
 pub const DEFAULT_MAX_RETRY_WAIT: Duration = Duration::from_secs(MCP_RETRY_AFTER_SECS);
 
+/// The name the MCP server is registered under in Claude Code.
+pub const CLAUDE_SERVER_NAME: &str = "hoop";
+/// Stands for the backend's public base when none is configured (seed 002
+/// L29: production gives a placeholder rather than invent a domain). The
+/// angle brackets make a pasted line fail in a shell instead of reaching
+/// some host.
+pub const BASE_PLACEHOLDER: &str = "<BACKEND_URL>";
+
+/// THE `claude mcp add …` line for a reinforcement key (seed 002 L29): the
+/// backend's answers and `hoop mcp add-line` both print this, so the line
+/// has one spelling. `base` `None` or blank → [`BASE_PLACEHOLDER`].
+pub fn claude_add_line(base: Option<&str>, key: &str) -> String {
+    let base = base
+        .map(|b| b.trim().trim_end_matches('/'))
+        .filter(|b| !b.is_empty())
+        .unwrap_or(BASE_PLACEHOLDER);
+    format!(
+        "claude mcp add -s user --transport http {CLAUDE_SERVER_NAME} {base}{} --header \"Authorization: Bearer {key}\"",
+        routes::MCP
+    )
+}
+
 /// How to reach `/mcp` with one key. `Debug` redacts the key.
 #[derive(Clone)]
 pub struct McpConfig {
@@ -531,5 +553,33 @@ mod http_tests {
             .expect("bounded");
         assert!(matches!(r, Err(Error::RateLimited { .. })), "{r:?}");
         assert_eq!(calls.load(Ordering::SeqCst), 1 + MCP_RETRY_MAX_ATTEMPTS);
+    }
+}
+
+#[cfg(test)]
+mod add_line_tests {
+    use super::*;
+
+    #[test]
+    fn claude_add_line_table() {
+        let line = |b: &str| {
+            format!(
+                "claude mcp add -s user --transport http hoop {b}/mcp --header \"Authorization: Bearer hoopmcp_x\""
+            )
+        };
+        let cases: &[(Option<&str>, String)] = &[
+            (Some("http://127.0.0.1:9"), line("http://127.0.0.1:9")),
+            (Some("http://127.0.0.1:9/"), line("http://127.0.0.1:9")),
+            (
+                Some(" https://chat.example.org// "),
+                line("https://chat.example.org"),
+            ),
+            (None, line("<BACKEND_URL>")),
+            (Some(""), line("<BACKEND_URL>")),
+            (Some("  "), line("<BACKEND_URL>")),
+        ];
+        for (base, want) in cases {
+            assert_eq!(&claude_add_line(*base, "hoopmcp_x"), want, "{base:?}");
+        }
     }
 }

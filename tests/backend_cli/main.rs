@@ -298,18 +298,33 @@ fn serve_and_operate_from_the_shell() {
         "hi @bolt"
     );
 
+    // Revoking ends every live key of the account.
+    let revoked = op_json(&srv, &root, &["key", "revoke", "--user", "bolt"]);
+    assert_eq!(revoked["revoked"], 1, "{revoked}");
+    let (st, _) = http(
+        &srv.url,
+        "POST",
+        "/mcp",
+        Some(&key),
+        Some(json!({"jsonrpc": "2.0", "id": 1, "method": "ping"})),
+    );
+    assert_eq!(st, 401, "a revoked key is refused");
+
+    let pk_now = op_json(&srv, &root, &["clock", "advance", "0"])["now"]
+        .as_i64()
+        .unwrap();
     let pk = op_json(
         &srv,
         &root,
         &[
             "provision-key",
             "create",
-            "--user",
-            "bolt",
             "--kind",
             "sentinel",
             "--room",
             &room_id,
+            "--ttl",
+            "2d",
         ],
     );
     let (st, v) = http(
@@ -317,9 +332,15 @@ fn serve_and_operate_from_the_shell() {
         "POST",
         "/v1/provision-keys/redeem",
         None,
-        Some(json!({"key": pk["key"], "name": "bolt", "machine": "m1"})),
+        Some(json!({"key": pk["key"], "name": "nova", "machine": "m1"})),
     );
     assert_eq!((st, v["fixed_code"].as_str()), (200, Some("123456")), "{v}");
+    assert_ne!(v["user"]["id"], bolt["id"], "redeem creates a new account");
+    assert_eq!(
+        pk["expires_at"].as_i64().unwrap() - pk_now,
+        2 * 24 * 3600,
+        "--ttl 2d"
+    );
 
     let card = op_json(
         &srv,
@@ -397,7 +418,11 @@ fn serve_and_operate_from_the_shell() {
         .iter()
         .map(|u| u["username"].as_str().unwrap())
         .collect();
-    assert_eq!(names, vec!["ann", "bolt"]);
+    assert_eq!(
+        names,
+        vec!["ann", "bolt", "nova"],
+        "nova: the redeemed account"
+    );
     let token2 = std::fs::read_to_string(&token_file).unwrap();
     assert_ne!(token2.trim(), token, "a new token per start");
 }
