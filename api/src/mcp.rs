@@ -43,6 +43,16 @@ pub const CLAUDE_SERVER_NAME: &str = "hoop";
 /// some host.
 pub const BASE_PLACEHOLDER: &str = "<BACKEND_URL>";
 
+/// Whether `key` looks like an MCP key (`hoopmcp_` then letters, digits or
+/// `_`), so that nothing else (a provisioning key, a JWT, a line with
+/// quotes or spaces) is ever written into a `claude mcp add …` line.
+pub fn is_mcp_key(key: &str) -> bool {
+    key.strip_prefix(crate::headers::MCP_KEY_PREFIX)
+        .is_some_and(|rest| {
+            !rest.is_empty() && rest.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        })
+}
+
 /// THE `claude mcp add …` line for a reinforcement key (seed 002 L29): the
 /// backend's answers and `hoop mcp add-line` both print this, so the line
 /// has one spelling. `base` `None` or blank → [`BASE_PLACEHOLDER`].
@@ -580,6 +590,24 @@ mod add_line_tests {
         ];
         for (base, want) in cases {
             assert_eq!(&claude_add_line(*base, "hoopmcp_x"), want, "{base:?}");
+        }
+    }
+
+    #[test]
+    fn is_mcp_key_table() {
+        let cases = [
+            ("hoopmcp_0123abcdef", true),
+            ("hoopmcp_a_b", true),
+            ("hoopmcp_", false),
+            ("hoopprov_0123", false),
+            ("eyJhbGciOi.x.y", false),
+            ("hoopmcp_ab cd", false),
+            ("hoopmcp_ab\"; rm -rf ~", false),
+            ("hoopmcp_ab\n", false),
+            ("", false),
+        ];
+        for (key, want) in cases {
+            assert_eq!(is_mcp_key(key), want, "{key:?}");
         }
     }
 }

@@ -5,6 +5,8 @@ pub mod backend;
 pub mod demo;
 pub mod guard;
 pub mod hooks;
+pub mod mcp;
+pub mod provision;
 pub mod read;
 pub mod say;
 pub mod sentinel;
