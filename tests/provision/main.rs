@@ -21,7 +21,11 @@ struct World {
 
 impl World {
     async fn start() -> World {
-        let backend = hoop_refbackend::spawn("127.0.0.1:0".parse().unwrap(), Config::default())
+        World::start_with(Config::default()).await
+    }
+
+    async fn start_with(cfg: Config) -> World {
+        let backend = hoop_refbackend::spawn("127.0.0.1:0".parse().unwrap(), cfg)
             .await
             .expect("the reference backend starts");
         let admin = AdminClient::new(&backend.base_url(), &backend.admin_token);
@@ -380,4 +384,42 @@ async fn a_reinforcement_redeem_prints_only_the_add_line_and_add_line_prints_it_
     assert!(!text(&bad.stderr).contains(&key), "never echoed");
     let not_reinforcement = w.hoop(&["mcp", "add-line", "--home", "nope"], None).await;
     assert!(!not_reinforcement.status.success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_first_login_says_the_account_exists_and_what_to_fix() {
+    let w = World::start_with(Config {
+        agent_secret: Some("s3cr3t-gate".into()),
+        ..Config::default()
+    })
+    .await;
+    let key = w.key(ProvisionKind::Sentinel, None).await;
+    let args = ["provision", "redeem", "--key", &key, "--name", "nova"];
+    let out = w.hoop(&args, None).await;
+    let stderr = text(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("the account \"nova\" was created and its home written")
+            && stderr.contains("HOOP_AGENT_SECRET"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("s3cr3t-gate"));
+    let home = w.home("nova");
+    assert_eq!(
+        files(home.dir()),
+        vec!["config.json"],
+        "no token without a login"
+    );
+    // With the machine's agent secret in place, the home logs in.
+    std::fs::write(
+        w.root.path().join("agent.env"),
+        "HOOP_AGENT_SECRET=s3cr3t-gate\n",
+    )
+    .unwrap();
+    let me = hoop_api::Client::for_home(&home)
+        .unwrap()
+        .me()
+        .await
+        .unwrap();
+    assert_eq!(me.username, "nova");
 }
