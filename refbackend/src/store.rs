@@ -1905,4 +1905,42 @@ mod tests {
         assert_eq!(user.map(|u| u.id), Some(1));
         assert!(store.mcp_user(last + 1, &key_hash(key)).unwrap().is_none());
     }
+
+    #[test]
+    fn accounts_from_before_account_states_open_log_in_and_redeem() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.sqlite");
+        {
+            let old = Connection::open(&path).unwrap();
+            old.execute_batch(
+                "CREATE TABLE users (id INTEGER PRIMARY KEY AUTOINCREMENT, \
+                 email TEXT NOT NULL UNIQUE, username TEXT NOT NULL UNIQUE, nickname TEXT, \
+                 is_agent INTEGER NOT NULL, created_at INTEGER NOT NULL, last_beat_at INTEGER);
+                 CREATE TABLE provision_keys (key_sha256 TEXT PRIMARY KEY, \
+                 user_id INTEGER NOT NULL REFERENCES users(id), kind TEXT NOT NULL, \
+                 conversation_id INTEGER, created_at INTEGER NOT NULL, redeemed_at INTEGER);
+                 INSERT INTO users (email, username, is_agent, created_at) \
+                   VALUES ('bolt@example.test', 'bolt', 1, 1), ('ann@example.test', 'ann', 0, 1);",
+            )
+            .unwrap();
+        }
+        let mut store = Store::open(Some(&path)).unwrap();
+        // Every old account is active; its agents keep the fixed code.
+        for email in ["bolt@example.test", "ann@example.test"] {
+            assert!(store.fixed_code_user(email).unwrap().is_some(), "{email}");
+        }
+        assert!(store.active_user(1).unwrap().is_some());
+        let (key, _) = store
+            .create_provision_key(10, &CreateProvisionKey::default())
+            .unwrap();
+        let req = RedeemRequest {
+            key,
+            name: "nova".into(),
+            machine: None,
+            conversation_id: None,
+        };
+        let r = store.redeem(11, &req, None).unwrap();
+        assert_eq!((r.user.username.as_str(), r.user.is_agent), ("nova", true));
+        assert!(store.fixed_code_user(&r.user.email).unwrap().is_some());
+    }
 }
