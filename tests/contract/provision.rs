@@ -82,6 +82,11 @@ async fn a_reinforcement_key_mints_an_mcp_key_and_the_ready_line() {
     // No fixed code for a reinforcement account: the login is refused.
     let e = env.client_for(&r.user.email, None).me().await.unwrap_err();
     assert!(matches!(e, Error::LoginRefused { .. }), "{e:?}");
+    let text = e.to_string();
+    assert!(
+        text.contains("a reinforcement account has only its MCP key") && text.contains("disabled"),
+        "the operator reads why: {text}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
