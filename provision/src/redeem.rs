@@ -37,7 +37,9 @@ pub enum RedeemError {
     HomeExists { dir: PathBuf, found: String },
     #[error(transparent)]
     Home(#[from] HomeError),
-    #[error("the backend refused the redeem; the key is still usable unless it was spent: {0}")]
+    #[error(
+        "the redeem did not happen (nothing was created; a key that was valid is still usable): {0}"
+    )]
     Api(#[from] hoop_api::Error),
     #[error("the backend answered a redeem of an unknown kind {0:?}")]
     UnknownKind(String),

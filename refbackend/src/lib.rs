@@ -9,7 +9,10 @@
 //! not send their headers within [`Config::header_read_timeout`] (or their
 //! body within [`Config::body_read_timeout`]), serves at
 //! most [`Config::max_connections`] at once, and enforces who may see and do
-//! what (card visibility and assignment, agents-only routes) in `store`.
+//! what (card visibility and assignment, agents-only routes, the owners of
+//! reinforcement keys, inactive accounts) in `store`. An operator can arm a
+//! one-shot fault inside a transaction to see that a failed write leaves
+//! nothing behind.
 //!
 //! ```no_run
 //! # async fn f() -> Result<(), hoop_refbackend::Error> {
