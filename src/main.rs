@@ -47,6 +47,12 @@ enum Command {
     Hooks(cmd::hooks::Command),
     /// Token usage from Claude Code's own transcripts.
     Usage(cmd::usage::Args),
+    /// Put an account on this machine (redeem a provisioning key).
+    #[command(subcommand)]
+    Provision(cmd::provision::Command),
+    /// MCP keys of reinforcement accounts (`add-line`).
+    #[command(subcommand)]
+    Mcp(cmd::mcp::Command),
     /// A worker's lifecycle hook → one signal to the sentinel's loopback
     /// endpoint (reads the payload on stdin; always exits 0).
     HookStatus(cmd::hook_status::Args),
@@ -86,6 +92,8 @@ fn main() -> ExitCode {
         Command::Read(a) => cmd::read::run(a),
         Command::Hooks(c) => cmd::hooks::run(c),
         Command::Usage(a) => cmd::usage::run(a),
+        Command::Provision(c) => cmd::provision::run(c),
+        Command::Mcp(c) => cmd::mcp::run(c),
     };
     match result {
         Ok(code) => code,

@@ -577,6 +577,47 @@ impl Client {
         self.call("windows", Method::GET, routes::WINDOWS, &[], NO_BODY)
             .await
     }
+
+    /// `POST REINFORCE_APPLICATIONS`: ask for a reinforcement account.
+    pub async fn reinforce_apply(
+        &self,
+        req: &ReinforceApply,
+    ) -> Result<ReinforceApplication, Error> {
+        self.call(
+            "application",
+            Method::POST,
+            routes::REINFORCE_APPLICATIONS,
+            &[],
+            Some(req),
+        )
+        .await
+    }
+
+    /// `POST REINFORCE_AGENT_KEY` as the approved owner: the old keys are
+    /// revoked and a new one minted in one transaction.
+    pub async fn rotate_reinforce_key(&self, agent: UserId) -> Result<ReinforceKey, Error> {
+        self.call(
+            "reinforcement key",
+            Method::POST,
+            &fill(routes::REINFORCE_AGENT_KEY, agent),
+            &[],
+            Some(&serde_json::json!({})),
+        )
+        .await
+    }
+
+    /// `DELETE REINFORCE_AGENT_KEY` as the approved owner: every live key
+    /// of the account is revoked.
+    pub async fn revoke_reinforce_key(&self, agent: UserId) -> Result<RevokedKeys, Error> {
+        self.call(
+            "revoked keys",
+            Method::DELETE,
+            &fill(routes::REINFORCE_AGENT_KEY, agent),
+            &[],
+            NO_BODY,
+        )
+        .await
+    }
 }
 
 /// `POST /v1/provision-keys/redeem`: no login; the key is the credential.

@@ -47,8 +47,15 @@ pub const WINDOWS: &str = "/v1/windows";
 pub const WINDOW_SYNC: &str = "/v1/windows/{id}/sync";
 /// Revoke one window.
 pub const WINDOW_REVOKE: &str = "/v1/windows/{id}/revoke";
-/// Redeem a provisioning key (production fact).
+/// Redeem a provisioning key (production fact, seed 002 L31): creates a
+/// NEW agent account in one transaction.
 pub const PROVISION_REDEEM: &str = "/v1/provision-keys/redeem";
+/// Apply for a reinforcement account (production fact, seed 002 L29).
+pub const REINFORCE_APPLICATIONS: &str = "/v1/reinforce/applications";
+/// A reinforcement account's MCP key, by its approved owner: POST rotates
+/// (revoke the old keys + mint a new one, one transaction; production fact,
+/// seed 002 L29), DELETE revokes (this project's assumption).
+pub const REINFORCE_AGENT_KEY: &str = "/v1/reinforce/agents/{id}/key";
 /// The MCP endpoint (production fact): Streamable HTTP, stateless, POST only.
 pub const MCP: &str = "/mcp";
 
@@ -67,8 +74,19 @@ pub mod admin {
     pub const CONVERSATION_MESSAGES: &str = POST_AS;
     /// Mint an MCP key for a user; only its SHA-256 is stored.
     pub const MCP_KEYS: &str = "/v1/admin/mcp-keys";
-    /// Create a provisioning key.
+    /// Create a provisioning key (production's path, seed 002 L31).
     pub const PROVISION_KEYS: &str = "/v1/admin/provision-keys";
+    /// Revoke every live MCP key of a user (soft: `revoked_at`).
+    pub const MCP_KEYS_REVOKE: &str = "/v1/admin/mcp-keys/revoke";
+    /// Approve a reinforcement application (production's path, seed 002 L29;
+    /// production authorises an admin user, this surface the admin token).
+    pub const REINFORCE_APPROVE: &str = "/v1/admin/reinforce/applications/{id}/approve";
+    /// Make an account active or inactive (disabled): an inactive account's
+    /// keys and tokens are refused.
+    pub const USER_STATE: &str = "/v1/admin/users/{id}/state";
+    /// Arm a one-shot failure inside a transaction (tests and operators
+    /// checking that a failed write leaves nothing behind).
+    pub const FAULTS: &str = "/v1/admin/faults";
     /// Create a work card for any assignee.
     pub const CARDS: &str = "/v1/admin/cards";
     /// Push a `workroom.task.recheck` or `provision.pending` event to a user.

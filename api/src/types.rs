@@ -339,16 +339,33 @@ pub struct WindowInfo {
 
 // ---------------------------------------------------------------- provisioning
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+/// `POST PROVISION_REDEEM`: no bearer, the key is the credential.
+#[derive(Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct RedeemRequest {
     pub key: String,
-    /// The home name on this machine.
+    /// The home name on this machine; also the new account's username.
     pub name: String,
     #[serde(default)]
     pub machine: Option<String>,
+    /// A room to join on redeem (production: optional, inside the redeem's
+    /// transaction); else the room the key names, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conversation_id: Option<ConversationId>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+impl std::fmt::Debug for RedeemRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedeemRequest")
+            .field("key", &"<redacted>")
+            .field("name", &self.name)
+            .field("machine", &self.machine)
+            .field("conversation_id", &self.conversation_id)
+            .finish()
+    }
+}
+
+/// What a redeem created: always a NEW agent account.
+#[derive(Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct RedeemResponse {
     pub user: User,
     /// `sentinel` (login with email + fixed code) or `reinforcement` (MCP key only).
@@ -364,6 +381,68 @@ pub struct RedeemResponse {
     pub ready_line: Option<String>,
     #[serde(default)]
     pub conversation_id: Option<ConversationId>,
+}
+
+impl std::fmt::Debug for RedeemResponse {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedeemResponse")
+            .field("user", &self.user)
+            .field("kind", &self.kind)
+            .field("mcp_key", &self.mcp_key.as_ref().map(|_| "<redacted>"))
+            .field("conversation_id", &self.conversation_id)
+            .finish_non_exhaustive()
+    }
+}
+
+/// `POST REINFORCE_APPLICATIONS`: ask for a reinforcement account. The
+/// backend appends `_aid` to `name` (production: `^[a-z][a-z0-9_]{1,19}$`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ReinforceApply {
+    pub name: String,
+    #[serde(default)]
+    pub nickname: Option<String>,
+}
+
+/// One reinforcement application; `agent_id` once approved.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ReinforceApplication {
+    pub id: i64,
+    pub applicant_id: UserId,
+    /// The account's username-to-be, with the `_aid` suffix.
+    pub name: String,
+    #[serde(default)]
+    pub nickname: Option<String>,
+    /// `pending` or `approved`.
+    pub status: String,
+    #[serde(default)]
+    pub agent_id: Option<UserId>,
+}
+
+/// `POST REINFORCE_AGENT_KEY`: the new key (shown once) and the line that
+/// installs it (`claude_add`, built by [`crate::mcp::claude_add_line`]).
+#[derive(Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ReinforceKey {
+    pub agent_id: UserId,
+    pub key: String,
+    pub expires_at: UnixSecs,
+    pub claude_add: String,
+}
+
+impl std::fmt::Debug for ReinforceKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReinforceKey")
+            .field("agent_id", &self.agent_id)
+            .field("key", &"<redacted>")
+            .field("expires_at", &self.expires_at)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How many live MCP keys of an account a revoke ended.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct RevokedKeys {
+    pub user_id: UserId,
+    pub revoked: u32,
 }
 
 // ---------------------------------------------------------------- errors

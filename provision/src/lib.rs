@@ -2,4 +2,5 @@
 //! manifest (plan / apply / check), launchd and systemd units rendered from the
 //! templates in `launchd/` and `systemd/`, safe restarts, status and doctor.
 
+pub mod redeem;
 pub mod service;

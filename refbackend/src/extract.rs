@@ -137,8 +137,8 @@ pub fn user_from_jwt(app: &App, token: &str) -> Result<User, ApiError> {
         other => ApiError::unauthorized(other.to_string()),
     })?;
     app.store()
-        .user(claims.sub)?
-        .ok_or_else(|| ApiError::unauthorized("the token's user no longer exists"))
+        .active_user(claims.sub)?
+        .ok_or_else(|| ApiError::unauthorized("the token's account is gone or inactive"))
 }
 
 /// The logged-in caller (JWT).

@@ -12,8 +12,8 @@ use hoop_api::admin::AdminCreateCard;
 use hoop_api::routes as r;
 use hoop_api::types::{
     CardProgress, CardStatus, CreateCard, FinishCard, HeartbeatRequest, HeartbeatResponse,
-    LoginRequest, LoginResponse, Message, MessageKind, RedeemRequest, RegisterWindow, SendImage,
-    SendMessage, UsageReport, User, WsEvent, codes,
+    LoginRequest, LoginResponse, Message, MessageKind, RedeemRequest, RegisterWindow,
+    ReinforceApply, ReinforceKey, SendImage, SendMessage, UsageReport, User, WsEvent, codes,
 };
 use hoop_core::limits;
 use serde::Deserialize;
@@ -55,6 +55,11 @@ pub fn router(app: Arc<App>) -> Router {
         .route(r::WINDOW_SYNC, post(sync_window))
         .route(r::WINDOW_REVOKE, post(revoke_window))
         .route(r::PROVISION_REDEEM, post(redeem))
+        .route(r::REINFORCE_APPLICATIONS, post(reinforce_apply))
+        .route(
+            r::REINFORCE_AGENT_KEY,
+            post(rotate_reinforce_key).delete(revoke_reinforce_key),
+        )
         .route(
             r::MCP,
             post(crate::mcp::handle).layer(DefaultBodyLimit::max(limits::MCP_BODY_CAP_BYTES)),
@@ -88,9 +93,8 @@ async fn login(
 ) -> ApiResult<J<LoginResponse>> {
     // One answer for every refusal, as production: an unsatisfied agent
     // gate simply makes the fixed code stop working (an ordinary one-time
-    // code would be expected). Every account here takes the fixed code
-    // (production: agent accounts with `fixed_otp`; humans log in by paths
-    // the toolkit never uses, which this backend stands in for).
+    // code would be expected). Who takes the fixed code at all is
+    // `rules::fixed_code_login`.
     let wrong = || ApiError::unauthorized("unknown email or wrong code");
     if let Some(want) = &app.agent_secret {
         let got = headers
@@ -101,7 +105,7 @@ async fn login(
             return Err(wrong());
         }
     }
-    let user = app.store().user_by_email(&req.email)?.ok_or_else(wrong)?;
+    let user = app.store().fixed_code_user(&req.email)?.ok_or_else(wrong)?;
     let fixed_ok = bool::from(
         req.code
             .trim()
@@ -378,6 +382,49 @@ async fn redeem(State(app): S, JsonBody(req): JsonBody<RedeemRequest>) -> ApiRes
             req.name
         )));
     }
-    let resp = app.store().redeem(app.clock.now(), &req, &app.base_url)?;
+    let resp = app
+        .store()
+        .redeem(app.clock.now(), &req, app.public_base.as_deref())?;
     Ok(axum::Json(resp).into_response())
+}
+
+// ---------------------------------------------------------------- reinforcement
+
+async fn reinforce_apply(
+    State(app): S,
+    Caller(u): Caller,
+    JsonBody(req): JsonBody<ReinforceApply>,
+) -> ApiResult<Response> {
+    let a = app.store().reinforce_apply(app.clock.now(), u.id, &req)?;
+    Ok((StatusCode::CREATED, axum::Json(a)).into_response())
+}
+
+async fn rotate_reinforce_key(
+    State(app): S,
+    Caller(u): Caller,
+    Id(agent): Id,
+    OptJson(_): OptJson<serde_json::Value>,
+) -> ApiResult<Response> {
+    let (key, expires_at) = app
+        .store()
+        .rotate_reinforce_key(app.clock.now(), u.id, agent)?;
+    let claude_add = hoop_api::mcp::claude_add_line(app.public_base.as_deref(), &key);
+    Ok(axum::Json(ReinforceKey {
+        agent_id: agent,
+        key,
+        expires_at,
+        claude_add,
+    })
+    .into_response())
+}
+
+async fn revoke_reinforce_key(
+    State(app): S,
+    Caller(u): Caller,
+    Id(agent): Id,
+) -> ApiResult<Response> {
+    let r = app
+        .store()
+        .revoke_reinforce_key(app.clock.now(), u.id, agent)?;
+    Ok(axum::Json(r).into_response())
 }

@@ -101,7 +101,12 @@ async fn handle_authorized(app: Arc<App>, req: Request) -> Response {
     let now = app.clock.now();
     let user = match app.store().mcp_user(now, &hash) {
         Ok(Some(u)) => u,
-        Ok(None) => return ApiError::unauthorized("unknown MCP key").into_response(),
+        Ok(None) => {
+            return ApiError::unauthorized(
+                "MCP key refused: unknown, revoked or expired, or its account is inactive",
+            )
+            .into_response();
+        }
         Err(e) => return e.into_response(),
     };
     if app.store().mcp_rate(&hash, now).is_err() {

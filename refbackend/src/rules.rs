@@ -274,12 +274,33 @@ pub fn window_assignment(
     }
 }
 
-/// The ready line a reinforcement key comes with (production format).
-pub fn ready_line(base_url: &str, key: &str) -> String {
-    format!(
-        "claude mcp add -s user --transport http hoop {}/mcp --header \"Authorization: Bearer {key}\"",
-        base_url.trim_end_matches('/')
-    )
+/// Whether an account may log in with the fixed code. Production (seed 002
+/// L5, L31): agent accounts only when `fixed_otp` (a reinforcement account
+/// has none). The reference backend also lets humans use it [A] (its tests
+/// act as humans; production gives them other paths the toolkit never
+/// uses). An inactive account logs in no way.
+pub fn fixed_code_login(is_agent: bool, fixed_otp: bool, active: bool) -> bool {
+    active && (fixed_otp || !is_agent)
+}
+
+/// A reinforcement application's name as production takes it (seed 002
+/// L29: `^[a-z][a-z0-9_]{1,19}$`, then `_aid` appended); `Err` says why not.
+pub fn reinforcement_name(name: &str) -> Result<String, String> {
+    let mut chars = name.chars();
+    let first_ok = chars.next().is_some_and(|c| c.is_ascii_lowercase());
+    let rest_ok = chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    let len = name.chars().count();
+    if first_ok && rest_ok && (2..=20).contains(&len) {
+        Ok(format!(
+            "{name}{}",
+            crate::constants::REINFORCEMENT_NAME_SUFFIX
+        ))
+    } else {
+        Err(format!(
+            "invalid name {name:?}: 2 to 20 characters, a lowercase letter first, then \
+             lowercase letters, digits or '_'"
+        ))
+    }
 }
 
 #[cfg(test)]
@@ -531,10 +552,53 @@ mod tests {
     }
 
     #[test]
-    fn ready_line_format() {
-        assert_eq!(
-            ready_line("http://127.0.0.1:9/", "hoopmcp_x"),
-            "claude mcp add -s user --transport http hoop http://127.0.0.1:9/mcp --header \"Authorization: Bearer hoopmcp_x\""
-        );
+    fn fixed_code_login_table() {
+        // (is_agent, fixed_otp, active) → may log in with the fixed code
+        let cases = [
+            ((true, true, true), true),     // a sentinel account
+            ((true, false, true), false),   // a reinforcement account
+            ((false, false, true), true),   // a human [A]
+            ((false, true, true), true),    // a human [A]
+            ((true, true, false), false),   // inactive
+            ((true, false, false), false),  // inactive
+            ((false, false, false), false), // inactive
+            ((false, true, false), false),  // inactive
+        ];
+        for ((agent, otp, active), want) in cases {
+            assert_eq!(
+                fixed_code_login(agent, otp, active),
+                want,
+                "agent={agent} fixed_otp={otp} active={active}"
+            );
+        }
+    }
+
+    #[test]
+    fn reinforcement_name_table() {
+        let ok = [
+            ("ab", "ab_aid"),
+            ("nova", "nova_aid"),
+            ("a1_b2", "a1_b2_aid"),
+        ];
+        for (name, want) in ok {
+            assert_eq!(reinforcement_name(name).as_deref(), Ok(want), "{name:?}");
+        }
+        let twenty = "a".repeat(20);
+        assert_eq!(reinforcement_name(&twenty), Ok(format!("{twenty}_aid")));
+        for bad in [
+            "",
+            "a",
+            "1ab",
+            "_ab",
+            "Ab",
+            "aB",
+            "a-b",
+            "a b",
+            "ab.",
+            "中文",
+            &"a".repeat(21),
+        ] {
+            assert!(reinforcement_name(bad).is_err(), "{bad:?}");
+        }
     }
 }

@@ -6,6 +6,8 @@ pub mod demo;
 pub mod guard;
 pub mod hook_status;
 pub mod hooks;
+pub mod mcp;
+pub mod provision;
 pub mod read;
 pub mod say;
 pub mod sentinel;

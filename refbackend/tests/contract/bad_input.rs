@@ -134,7 +134,8 @@ async fn an_oversized_body_is_413_json_and_nothing_is_stored() {
     assert_eq!(page.body["messages"], json!([]));
 }
 
-/// Every route the server mounts, with ids filled in.
+/// Every route the server mounts, with ids filled in (but the fault
+/// injection, whose purpose is a 500).
 fn all_routes(conv: i64, card: i64) -> Vec<(&'static str, String)> {
     use routes::admin as a;
     vec![
@@ -160,13 +161,18 @@ fn all_routes(conv: i64, card: i64) -> Vec<(&'static str, String)> {
         ("POST", fill(routes::WINDOW_SYNC, "w")),
         ("POST", fill(routes::WINDOW_REVOKE, "w")),
         ("POST", routes::PROVISION_REDEEM.into()),
+        ("POST", routes::REINFORCE_APPLICATIONS.into()),
+        ("POST", fill(routes::REINFORCE_AGENT_KEY, conv)),
         ("POST", routes::MCP.into()),
         ("POST", a::USERS.into()),
         ("POST", a::CONVERSATIONS.into()),
         ("POST", fill(a::CONVERSATION_MEMBERS, conv)),
         ("POST", fill(a::POST_AS, conv)),
+        ("POST", fill(a::USER_STATE, conv)),
         ("POST", a::MCP_KEYS.into()),
+        ("POST", a::MCP_KEYS_REVOKE.into()),
         ("POST", a::PROVISION_KEYS.into()),
+        ("POST", fill(a::REINFORCE_APPROVE, conv)),
         ("POST", a::CARDS.into()),
         ("POST", a::PUSH.into()),
         ("POST", a::CLOCK_ADVANCE.into()),

@@ -4,7 +4,7 @@
 //! refusing everyone. Every row was reproduced against the server before
 //! its rule existed.
 
-use hoop_api::admin::{AdminCreateCard, CreateProvisionKey, ProvisionKind};
+use hoop_api::admin::AdminCreateCard;
 use hoop_api::routes::{self, admin as ra};
 use hoop_api::types::{Card, CreateCard, codes};
 use serde_json::{Value, json};
@@ -150,6 +150,23 @@ async fn security_table() {
     let eves_open = operator_card(&srv, "eve's to take", None, Some(eves.id)).await;
     let grab = operator_card(&srv, "for an agent of the room", None, Some(room.id)).await;
     let bolts_cards = vec![in_room.id, own, sub, open.id, grab.id];
+
+    // Ann's reinforcement account (applied for and approved).
+    let applied = srv
+        .post(
+            Some(&t.ann),
+            routes::REINFORCE_APPLICATIONS,
+            json!({"name": "nova"}),
+        )
+        .await;
+    assert_eq!(applied.status, 201, "{}", applied.body);
+    let nova = srv
+        .admin
+        .approve_application(applied.body["id"].as_i64().unwrap())
+        .await
+        .unwrap()
+        .agent;
+    let nova_key = routes::fill(routes::REINFORCE_AGENT_KEY, nova.id);
 
     let card = |id: i64| routes::fill(routes::CARD, id);
     let list = |q: &str| format!("{}?{q}", routes::CARDS);
@@ -309,40 +326,17 @@ async fn security_table() {
             )),
         },
         Row {
-            what: "provision a human as reinforcement",
-            req: post(
-                Actor::Operator,
-                ra::PROVISION_KEYS,
-                serde_json::to_value(CreateProvisionKey {
-                    user_id: ann.id,
-                    kind: ProvisionKind::Reinforcement,
-                    conversation_id: None,
-                })
-                .unwrap(),
-            ),
+            what: "a stranger rotates another's reinforcement key",
+            req: post(Actor::Eve, nova_key.clone(), json!({})),
             expect: Expect::Refused(403, codes::FORBIDDEN),
-            yet: Some(post(
-                Actor::Operator,
-                ra::PROVISION_KEYS,
-                serde_json::to_value(CreateProvisionKey {
-                    user_id: bolt.id,
-                    kind: ProvisionKind::Reinforcement,
-                    conversation_id: None,
-                })
-                .unwrap(),
-            )),
+            yet: Some(post(Actor::Ann, nova_key.clone(), json!({}))),
         },
         Row {
-            what: "provision a human as a sentinel",
+            what: "a human gets a key for an agent account nobody owns",
             req: post(
-                Actor::Operator,
-                ra::PROVISION_KEYS,
-                serde_json::to_value(CreateProvisionKey {
-                    user_id: ann.id,
-                    kind: ProvisionKind::Sentinel,
-                    conversation_id: None,
-                })
-                .unwrap(),
+                Actor::Ann,
+                routes::fill(routes::REINFORCE_AGENT_KEY, bolt.id),
+                json!({}),
             ),
             expect: Expect::Refused(403, codes::FORBIDDEN),
             yet: None,
