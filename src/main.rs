@@ -47,6 +47,8 @@ enum Command {
     Hooks(cmd::hooks::Command),
     /// Token usage from Claude Code's own transcripts.
     Usage(cmd::usage::Args),
+    /// Put every home of this machine in place: link, hooks, units, services.
+    Install(cmd::install::Args),
 }
 
 fn main() -> ExitCode {
@@ -66,6 +68,7 @@ fn main() -> ExitCode {
         Command::Read(a) => cmd::read::run(a),
         Command::Hooks(c) => cmd::hooks::run(c),
         Command::Usage(a) => cmd::usage::run(a),
+        Command::Install(a) => cmd::install::run(a),
     };
     match result {
         Ok(code) => code,

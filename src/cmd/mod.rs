@@ -5,6 +5,7 @@ pub mod backend;
 pub mod demo;
 pub mod guard;
 pub mod hooks;
+pub mod install;
 pub mod read;
 pub mod say;
 pub mod sentinel;

@@ -1,0 +1,258 @@
+//! `hoop install` and `hoop doctor` end to end through the real binary, in a
+//! temporary HOME and hoop root, with `--manager none` (every file written,
+//! the service-manager calls printed, none run): plan → apply → check clean;
+//! a hand-edited unit and hook → check names both → apply repairs them. The
+//! rendered systemd unit passes `systemd-analyze --user verify` with nothing
+//! on stderr, and the daemon really exits with the codes the units do not
+//! restart after.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const HOOP: &str = env!("CARGO_BIN_EXE_hoop");
+
+struct Out {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+/// A sandbox: its own HOME, hoop root and PATH (with stand-in `claude` and
+/// `node` so the units' PATH has somewhere to reach).
+struct Machine {
+    dir: tempfile::TempDir,
+}
+
+impl Machine {
+    fn new(homes: &[&str]) -> Machine {
+        let m = Machine {
+            dir: tempfile::tempdir().unwrap(),
+        };
+        std::fs::create_dir_all(m.home()).unwrap();
+        std::fs::create_dir_all(m.tools()).unwrap();
+        for t in ["claude", "node"] {
+            let p = m.tools().join(t);
+            std::fs::write(&p, "#!/bin/sh\nexit 0\n").unwrap();
+            chmod(&p, 0o755);
+        }
+        for h in homes {
+            m.add_home(h);
+        }
+        m
+    }
+    fn home(&self) -> PathBuf {
+        self.dir.path().join("home")
+    }
+    fn root(&self) -> PathBuf {
+        self.home().join(".hoop")
+    }
+    fn tools(&self) -> PathBuf {
+        self.dir.path().join("tools")
+    }
+    fn unit(&self) -> PathBuf {
+        self.home()
+            .join(".config/systemd/user/hoop-sentinel@.service")
+    }
+    fn settings(&self) -> PathBuf {
+        self.home().join(".claude/settings.json")
+    }
+    fn add_home(&self, name: &str) {
+        let d = self.root().join(name);
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(
+            d.join("config.json"),
+            r#"{"base_url":"http://127.0.0.1:9","email":"a@example.com"}"#,
+        )
+        .unwrap();
+    }
+    fn hoop(&self, args: &[&str]) -> Out {
+        let out = Command::new(HOOP)
+            .args(args)
+            .env_clear()
+            .env("HOME", self.home())
+            .env("HOOP_ROOT", self.root())
+            .env("PATH", format!("{}:/usr/bin:/bin", self.tools().display()))
+            .output()
+            .unwrap();
+        Out {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+}
+
+fn chmod(p: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+/// The `RestartPreventExitStatus=` codes of a rendered unit.
+fn no_restart_codes(unit: &str) -> Vec<i32> {
+    unit.lines()
+        .find_map(|l| l.strip_prefix("RestartPreventExitStatus="))
+        .expect("the unit lists RestartPreventExitStatus=")
+        .split_whitespace()
+        .map(|c| c.parse().unwrap())
+        .collect()
+}
+
+#[test]
+fn plan_apply_check_then_a_hand_edit_is_named_and_repaired() {
+    let m = Machine::new(&["bolt", "nova"]);
+    let plan = m.hoop(&["install", "--plan", "--manager", "none"]);
+    assert_eq!(plan.code, 0, "{}{}", plan.stdout, plan.stderr);
+    let link = m.root().join("bin/hoop");
+    for want in [
+        format!("add     link     {} -> ", link.display()),
+        format!("add     dir      {}", m.root().join("bolt/logs").display()),
+        format!(
+            "add     dir      {}",
+            m.root().join("nova/prompts").display()
+        ),
+        format!("add     hooks    {}", m.settings().display()),
+        format!("add     unit     {}", m.unit().display()),
+        "skip    service  hoop-sentinel@bolt.service".to_string(),
+        "skip    service  hoop-sentinel@nova.service".to_string(),
+    ] {
+        assert!(plan.stdout.contains(&want), "{want}\n{}", plan.stdout);
+    }
+    // --plan changed nothing.
+    assert!(!link.exists() && !m.unit().exists() && !m.settings().exists());
+
+    let apply = m.hoop(&["install", "--apply", "--manager", "none"]);
+    assert_eq!(apply.code, 0, "{}{}", apply.stdout, apply.stderr);
+    for call in [
+        "would run: systemctl --user daemon-reload",
+        "would run: systemctl --user enable --now hoop-sentinel@bolt.service",
+        "would run: systemctl --user enable --now hoop-sentinel@nova.service",
+    ] {
+        assert!(apply.stdout.contains(call), "{call}\n{}", apply.stdout);
+    }
+    assert_eq!(
+        std::fs::read_link(&link).unwrap(),
+        std::fs::canonicalize(HOOP).unwrap()
+    );
+    // Units and hooks run the stable link, never the build directory.
+    let unit = std::fs::read_to_string(m.unit()).unwrap();
+    assert!(unit.contains(&format!(
+        "ExecStart=\"{}\" sentinel run --home %i",
+        link.display()
+    )));
+    let settings = std::fs::read_to_string(m.settings()).unwrap();
+    for g in ["guard act", "guard memory"] {
+        assert!(
+            settings.contains(&format!("{} {g}", link.display())),
+            "{settings}"
+        );
+    }
+    assert!(!settings.contains("target/"), "{settings}");
+
+    let check = m.hoop(&["install", "--check", "--manager", "none"]);
+    assert_eq!(check.code, 0, "{}{}", check.stdout, check.stderr);
+    assert!(check.stdout.contains("no drift"));
+
+    // A second apply changes nothing.
+    let again = m.hoop(&["install", "--apply", "--manager", "none"]);
+    assert!(
+        again.stdout.contains("applied: 0 item(s) changed"),
+        "{}",
+        again.stdout
+    );
+
+    // Edit the unit and a hook by hand.
+    std::fs::write(m.unit(), unit.replace("RestartSec=10", "RestartSec=1")).unwrap();
+    std::fs::write(
+        m.settings(),
+        settings.replace(
+            &format!("{} guard act", link.display()),
+            "/tmp/old/hoop guard act",
+        ),
+    )
+    .unwrap();
+    let check = m.hoop(&["install", "--check", "--manager", "none"]);
+    assert_eq!(check.code, 1, "{}{}", check.stdout, check.stderr);
+    for item in [
+        format!("error   unit {}: change", m.unit().display()),
+        format!("error   hooks {}: change", m.settings().display()),
+    ] {
+        assert!(check.stdout.contains(&item), "{item}\n{}", check.stdout);
+    }
+    assert!(
+        check.stdout.contains("/tmp/old/hoop guard act"),
+        "{}",
+        check.stdout
+    );
+    assert_eq!(
+        check.stdout.matches("fix: `hoop install --apply`").count(),
+        2
+    );
+
+    let repair = m.hoop(&["install", "--apply", "--manager", "none"]);
+    assert_eq!(repair.code, 0, "{}{}", repair.stdout, repair.stderr);
+    assert!(
+        repair.stdout.contains("applied: 2 item(s) changed"),
+        "{}",
+        repair.stdout
+    );
+    assert_eq!(std::fs::read_to_string(m.unit()).unwrap(), unit);
+    let check = m.hoop(&["install", "--check", "--manager", "none"]);
+    assert_eq!(check.code, 0, "{}{}", check.stdout, check.stderr);
+}
+
+#[test]
+fn the_rendered_unit_passes_systemd_analyze_verify_with_nothing_on_stderr() {
+    let m = Machine::new(&["bolt"]);
+    let apply = m.hoop(&["install", "--apply", "--manager", "none"]);
+    assert_eq!(apply.code, 0, "{}{}", apply.stdout, apply.stderr);
+    let runtime = m.dir.path().join("runtime");
+    std::fs::create_dir_all(&runtime).unwrap();
+    chmod(&runtime, 0o700);
+    // The template and an instance of it (named as systemd names one).
+    let instance = m.dir.path().join("verify/hoop-sentinel@bolt.service");
+    std::fs::create_dir_all(instance.parent().unwrap()).unwrap();
+    std::fs::copy(m.unit(), &instance).unwrap();
+    for unit in [m.unit(), instance] {
+        let out = Command::new("systemd-analyze")
+            .args(["--user", "verify"])
+            .arg(&unit)
+            .env("XDG_RUNTIME_DIR", &runtime)
+            .output()
+            .expect("systemd-analyze is needed (Debian package `systemd`; .ci/run installs it)");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{}: {stderr}", unit.display());
+        assert_eq!(stderr, "", "{}", unit.display());
+    }
+}
+
+#[test]
+fn the_daemon_exits_with_the_codes_the_unit_does_not_restart_after() {
+    let m = Machine::new(&[]);
+    assert_eq!(m.hoop(&["install", "--apply", "--manager", "none"]).code, 0);
+    let codes = no_restart_codes(&std::fs::read_to_string(m.unit()).unwrap());
+
+    // A fatal configuration error: a home without config.json.
+    std::fs::create_dir_all(m.root().join("ghost")).unwrap();
+    let ghost = m.hoop(&["sentinel", "run", "--home", "ghost"]);
+    assert_eq!(ghost.code, 78, "{}", ghost.stderr);
+    assert!(ghost.stderr.contains("config.json"), "{}", ghost.stderr);
+    // A bad home name is a configuration error too.
+    assert_eq!(m.hoop(&["sentinel", "run", "--home", "../x"]).code, 78);
+
+    // The account lock held by another process.
+    m.add_home("bolt");
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(m.root().join("bolt/account.lock"))
+        .unwrap();
+    lock.try_lock().unwrap();
+    let held = m.hoop(&["sentinel", "run", "--home", "bolt"]);
+    assert_eq!(held.code, 3, "{}", held.stderr);
+    drop(lock);
+
+    for code in [ghost.code, held.code] {
+        assert!(codes.contains(&code), "{code} not in {codes:?}");
+    }
+}
