@@ -49,6 +49,8 @@ enum Command {
     Usage(cmd::usage::Args),
     /// Put every home of this machine in place: link, hooks, units, services.
     Install(cmd::install::Args),
+    /// Check this machine: install drift, guards, secrets, clock, PATH, linger.
+    Doctor(cmd::doctor::Args),
 }
 
 fn main() -> ExitCode {
@@ -69,6 +71,7 @@ fn main() -> ExitCode {
         Command::Hooks(c) => cmd::hooks::run(c),
         Command::Usage(a) => cmd::usage::run(a),
         Command::Install(a) => cmd::install::run(a),
+        Command::Doctor(a) => cmd::doctor::run(a),
     };
     match result {
         Ok(code) => code,

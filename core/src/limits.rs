@@ -153,3 +153,7 @@ pub const LAUNCHD_THROTTLE_SEC: u64 = 60;
 pub const CLOCK_SKEW_ERROR: Duration = Duration::from_secs(60);
 /// Below the error threshold, a skew above this is reported as a warning.
 pub const CLOCK_SKEW_WARN: Duration = Duration::from_secs(5);
+/// How long `hoop doctor` waits for a backend's answer when reading its
+/// clock: long enough for a slow link, short enough that a dead backend does
+/// not stall the whole report.
+pub const DOCTOR_CLOCK_TIMEOUT: Duration = Duration::from_secs(5);

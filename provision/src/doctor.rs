@@ -1,1 +1,319 @@
-//! placeholder
+//! `hoop doctor`: everything `hoop install --check` checks
+//! ([`crate::install::check`]) plus the machine's health — disarmed guards,
+//! missing or world-readable secrets and token files, clock skew against
+//! each backend, a unit `PATH` that does not reach `claude` and `node`,
+//! systemd linger, macOS protected folders (through the manifest). Each
+//! finding says how to fix it; any [`Level::Error`] makes the command fail.
+//!
+//! The decisions are plain functions over data (`skew_finding`,
+//! `secret_mode_finding`, `linger_finding`, `parse_http_date`); [`doctor`]
+//! gathers the data, asking the backend's clock through a closure and the
+//! service manager through the one [`crate::service::Runner`].
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use hoop_core::home::{AGENT_ENV_FILE, Home};
+use hoop_core::limits::{CLOCK_SKEW_ERROR, CLOCK_SKEW_WARN};
+
+use crate::install::{self, Ctx, Finding, Level, TOOLS};
+use crate::manifest::{self, Os};
+use crate::service::{Call, Manager};
+use crate::units;
+
+fn f(level: Level, home: Option<&str>, item: String, problem: String, fix: String) -> Finding {
+    Finding {
+        level,
+        home: home.map(str::to_string),
+        item,
+        problem,
+        fix,
+    }
+}
+
+/// The finding for a clock `skew` (local minus backend) against `base`.
+pub fn skew_finding(base: &str, skew: i64) -> Option<Finding> {
+    let abs = Duration::from_secs(skew.unsigned_abs());
+    let level = if abs > CLOCK_SKEW_ERROR {
+        Level::Error
+    } else if abs > CLOCK_SKEW_WARN {
+        Level::Warning
+    } else {
+        return None;
+    };
+    let dir = if skew > 0 { "ahead of" } else { "behind" };
+    Some(f(
+        level,
+        None,
+        format!("clock {base}"),
+        format!(
+            "this machine's clock is {}s {dir} the backend's (logins expire early past {}s)",
+            skew.unsigned_abs(),
+            CLOCK_SKEW_ERROR.as_secs()
+        ),
+        "turn on time sync (`timedatectl set-ntp true`; on macOS System Settings → Date & Time)"
+            .into(),
+    ))
+}
+
+/// The finding for a secret file's permission bits (`None` when only the
+/// owner can read it).
+pub fn secret_mode_finding(home: Option<&str>, path: &Path, mode: u32) -> Option<Finding> {
+    (mode & 0o077 != 0).then(|| {
+        f(
+            Level::Error,
+            home,
+            format!("secret {}", path.display()),
+            format!("readable by others (mode {:o})", mode & 0o777),
+            format!("chmod 600 {}", path.display()),
+        )
+    })
+}
+
+/// The finding for `loginctl show-user --property=Linger --value`'s answer.
+pub fn linger_finding(user: &str, answer: Option<&str>) -> Option<Finding> {
+    match answer.map(str::trim) {
+        Some("yes") => None,
+        other => Some(f(
+            Level::Warning,
+            None,
+            format!("linger {user}"),
+            match other {
+                Some(a) if !a.is_empty() => format!(
+                    "linger is {a}: the user manager (and every sentinel) stops when {user}'s \
+                     last session ends and does not start at boot"
+                ),
+                _ => "could not ask loginctl whether linger is on; without it the sentinels \
+                      stop with the last session"
+                    .into(),
+            },
+            format!("loginctl enable-linger {user}"),
+        )),
+    }
+}
+
+/// An HTTP `Date` header (IMF-fixdate, `Sun, 06 Nov 1994 08:49:37 GMT`).
+pub fn parse_http_date(s: &str) -> Option<SystemTime> {
+    let fmt = time::macros::format_description!(
+        "[weekday repr:short], [day] [month repr:short] [year] [hour]:[minute]:[second] GMT"
+    );
+    let t = time::PrimitiveDateTime::parse(s.trim(), fmt).ok()?;
+    Some(t.assume_utc().into())
+}
+
+/// Is `program` reachable: an absolute path that is an executable file, or
+/// a name found on `path`?
+fn reachable(program: &Path, path: &str) -> bool {
+    if program.is_absolute() {
+        return install::is_executable(program);
+    }
+    install::which(Some(std::ffi::OsStr::new(path)), &program.to_string_lossy()).is_some()
+}
+
+/// Run every check. `backend_time(base_url)` asks a backend for its clock;
+/// `now` is this machine's.
+pub fn doctor(
+    ctx: &Ctx,
+    backend_time: &dyn Fn(&str) -> Result<SystemTime, String>,
+    now: SystemTime,
+) -> Vec<Finding> {
+    let m = &ctx.machine;
+    let mut out = install::check(ctx);
+
+    // Guards.
+    let rules = hoop_guards::act::load_rules(&m.root);
+    let rules_path = m.root.join(hoop_guards::act::RULES_FILE);
+    if rules.rules.is_disarmed() {
+        out.push(f(
+            Level::Warning,
+            None,
+            format!("guard {}", rules_path.display()),
+            "act_guard is disarmed (the file says `none`): no shell command is checked".into(),
+            format!(
+                "remove `none` from {} (an absent file arms every rule)",
+                rules_path.display()
+            ),
+        ));
+    }
+    for name in &rules.unknown {
+        out.push(f(
+            Level::Warning,
+            None,
+            format!("guard {}", rules_path.display()),
+            format!("`{name}` names no rule (ignored)"),
+            "fix the name (see `hoop guard act --help`) or remove the line".into(),
+        ));
+    }
+
+    // Secrets.
+    let mut secrets: Vec<(Option<&str>, PathBuf)> = vec![(None, m.root.join(AGENT_ENV_FILE))];
+    let mut bases: Vec<String> = Vec::new();
+    for h in &ctx.homes {
+        let Ok(home) = Home::new(&m.root, &h.name) else {
+            continue;
+        };
+        secrets.push((Some(&h.name), home.token_path()));
+        match home.load_config() {
+            Ok(c) => {
+                if !bases.contains(&c.base_url) {
+                    bases.push(c.base_url);
+                }
+            }
+            Err(e) => out.push(f(
+                Level::Error,
+                Some(&h.name),
+                format!("config {}", home.config_path().display()),
+                e.to_string(),
+                "fix the file by hand, or redeem the home again (`hoop provision redeem`)".into(),
+            )),
+        }
+    }
+    for (home, path) in &secrets {
+        if let Some(mode) = file_mode(path) {
+            out.extend(secret_mode_finding(*home, path, mode));
+        }
+    }
+
+    // Clock skew, once per backend.
+    for base in &bases {
+        match backend_time(base) {
+            Ok(t) => {
+                let skew = match now.duration_since(t) {
+                    Ok(d) => d.as_secs() as i64,
+                    Err(e) => -(e.duration().as_secs() as i64),
+                };
+                out.extend(skew_finding(base, skew));
+            }
+            Err(e) => out.push(f(
+                Level::Warning,
+                None,
+                format!("clock {base}"),
+                format!("could not read the backend's clock: {e}"),
+                "check that the backend is reachable from this machine".into(),
+            )),
+        }
+    }
+
+    // PATH in the units reaches claude and node.
+    for h in &ctx.homes {
+        let unit = match m.os {
+            Os::Linux => manifest::systemd_unit_dir(m).join(units::SYSTEMD_UNIT_FILE),
+            Os::Macos => manifest::plist_path(m, &h.name),
+        };
+        let Some(path) = std::fs::read(&unit).ok().and_then(|b| units::unit_path(&b)) else {
+            continue; // a missing unit is already a drift finding
+        };
+        let claude = hoop_sentinel::config::SentinelConfig::load(&h.dir)
+            .map(|c| c.claude_bin)
+            .unwrap_or_else(|_| PathBuf::from(TOOLS[0]));
+        for program in [claude, PathBuf::from(TOOLS[1])] {
+            if !reachable(&program, &path) {
+                out.push(f(
+                    Level::Error,
+                    Some(&h.name),
+                    format!("unit {}", unit.display()),
+                    format!(
+                        "its PATH does not reach `{}`: the agent cannot start",
+                        program.display()
+                    ),
+                    "install it, then run `hoop install --apply` from a shell where \
+                     `command -v claude node` finds both (the unit's PATH is built from it)"
+                        .into(),
+                ));
+            }
+        }
+    }
+
+    // Linger (systemd only).
+    if ctx.manager == Manager::Systemd {
+        let call = Call::new(
+            "loginctl",
+            &["show-user", &m.user, "--property=Linger", "--value"],
+        );
+        let answer = ctx
+            .runner
+            .run(&call)
+            .ok()
+            .filter(|o| o.success())
+            .map(|o| o.stdout);
+        out.extend(linger_finding(&m.user, answer.as_deref()));
+    }
+    out.sort_by_key(|f| std::cmp::Reverse(f.level));
+    out
+}
+
+fn file_mode(path: &Path) -> Option<u32> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path)
+        .ok()
+        .map(|m| m.permissions().mode() & 0o7777)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn skew_table() {
+        for (skew, want) in [
+            (0, None),
+            (5, None),
+            (-5, None),
+            (6, Some(Level::Warning)),
+            (-60, Some(Level::Warning)),
+            (61, Some(Level::Error)),
+            (-3600, Some(Level::Error)),
+        ] {
+            let got = skew_finding("http://b", skew);
+            assert_eq!(got.as_ref().map(|f| f.level), want, "{skew}");
+            if let Some(g) = got {
+                assert!(
+                    g.problem
+                        .contains(if skew > 0 { "ahead" } else { "behind" })
+                );
+                assert!(g.fix.contains("time"));
+            }
+        }
+    }
+
+    #[test]
+    fn secret_modes() {
+        let p = Path::new("/r/bolt/.token.json");
+        for (mode, bad) in [
+            (0o600, false),
+            (0o400, false),
+            (0o700, false),
+            (0o640, true),
+            (0o644, true),
+            (0o604, true),
+        ] {
+            let got = secret_mode_finding(Some("bolt"), p, mode);
+            assert_eq!(got.is_some(), bad, "{mode:o}");
+            if let Some(g) = got {
+                assert_eq!(g.level, Level::Error);
+                assert_eq!(g.fix, "chmod 600 /r/bolt/.token.json");
+                assert_eq!(g.home.as_deref(), Some("bolt"));
+            }
+        }
+    }
+
+    #[test]
+    fn linger_answers() {
+        assert_eq!(linger_finding("ops", Some("yes\n")), None);
+        for a in [Some("no\n"), Some(""), None] {
+            let g = linger_finding("ops", a).unwrap();
+            assert_eq!(g.level, Level::Warning);
+            assert_eq!(g.fix, "loginctl enable-linger ops");
+        }
+    }
+
+    #[test]
+    fn http_dates() {
+        let t = parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT").unwrap();
+        assert_eq!(
+            t.duration_since(SystemTime::UNIX_EPOCH).unwrap().as_secs(),
+            784111777
+        );
+        assert_eq!(parse_http_date("yesterday"), None);
+    }
+}

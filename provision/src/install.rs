@@ -71,7 +71,8 @@ pub fn which(path: Option<&std::ffi::OsStr>, program: &str) -> Option<PathBuf> {
         .find(|p| is_executable(p))
 }
 
-fn is_executable(p: &Path) -> bool {
+/// An executable regular file.
+pub fn is_executable(p: &Path) -> bool {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;

@@ -3,6 +3,7 @@
 
 pub mod backend;
 pub mod demo;
+pub mod doctor;
 pub mod guard;
 pub mod hooks;
 pub mod install;

@@ -256,3 +256,109 @@ fn the_daemon_exits_with_the_codes_the_unit_does_not_restart_after() {
         assert!(codes.contains(&code), "{code} not in {codes:?}");
     }
 }
+
+#[test]
+fn doctor_names_each_problem_with_its_fix_and_passes_once_they_are_fixed() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let backend = rt
+        .block_on(hoop_refbackend::spawn(
+            "127.0.0.1:0".parse().unwrap(),
+            hoop_refbackend::Config::default(),
+        ))
+        .unwrap();
+    let m = Machine::new(&["bolt", "nova"]);
+    // bolt talks to the live backend; nova to a port nothing listens on.
+    std::fs::write(
+        m.root().join("bolt/config.json"),
+        format!(
+            r#"{{"base_url":"{}","email":"a@example.com"}}"#,
+            backend.base_url()
+        ),
+    )
+    .unwrap();
+    assert_eq!(m.hoop(&["install", "--apply", "--manager", "none"]).code, 0);
+
+    let token = m.root().join("bolt/.token.json");
+    std::fs::write(&token, "{}").unwrap();
+    chmod(&token, 0o644);
+    let rules = m.root().join("act_guard_rules");
+    std::fs::write(&rules, "none\n").unwrap();
+    let sentinel = m.root().join("nova/sentinel.json");
+    std::fs::write(&sentinel, r#"{"claude_bin":"/nonexistent/claude"}"#).unwrap();
+
+    let out = m.hoop(&["doctor", "--manager", "none"]);
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    let unit = m.unit();
+    for (line, fix) in [
+        (
+            format!(
+                "error   secret {}: readable by others (mode 644)",
+                token.display()
+            ),
+            format!("fix: chmod 600 {}", token.display()),
+        ),
+        (
+            format!(
+                "error   unit {}: its PATH does not reach `/nonexistent/claude`",
+                unit.display()
+            ),
+            "fix: install it, then run `hoop install --apply`".to_string(),
+        ),
+        (
+            format!("warning guard {}: act_guard is disarmed", rules.display()),
+            format!("fix: remove `none` from {}", rules.display()),
+        ),
+        (
+            "warning clock http://127.0.0.1:9: could not read the backend's clock".to_string(),
+            "fix: check that the backend is reachable".to_string(),
+        ),
+    ] {
+        let at = out
+            .stdout
+            .find(&line)
+            .unwrap_or_else(|| panic!("{line}\n{}", out.stdout));
+        let next = out.stdout[at..].lines().nth(1).unwrap_or("");
+        assert!(
+            next.trim().starts_with(&fix),
+            "{line}: {next}\n{}",
+            out.stdout
+        );
+    }
+    // The live backend's clock is this machine's: no finding for it.
+    assert!(
+        !out.stdout
+            .contains(&format!("clock {}", backend.base_url())),
+        "{}",
+        out.stdout
+    );
+    // node is reachable through the unit's PATH: no finding for it.
+    assert!(!out.stdout.contains("reach `node`"), "{}", out.stdout);
+    // Install drift is part of doctor: a hand-edited unit shows up.
+    let text = std::fs::read_to_string(&unit).unwrap();
+    std::fs::write(&unit, text.replace("RestartSec=10", "RestartSec=1")).unwrap();
+    let out = m.hoop(&["doctor", "--manager", "none"]);
+    assert!(
+        out.stdout
+            .contains(&format!("error   unit {}: change", unit.display())),
+        "{}",
+        out.stdout
+    );
+
+    // Fix everything but the unreachable backend (a warning).
+    std::fs::write(&unit, text).unwrap();
+    chmod(&token, 0o600);
+    std::fs::write(&rules, "all\n").unwrap();
+    std::fs::remove_file(&sentinel).unwrap();
+    let out = m.hoop(&["doctor", "--manager", "none"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout.contains("0 error(s), 1 warning(s)"),
+        "{}",
+        out.stdout
+    );
+    rt.block_on(backend.shutdown());
+}
