@@ -362,3 +362,208 @@ fn doctor_names_each_problem_with_its_fix_and_passes_once_they_are_fixed() {
     );
     rt.block_on(backend.shutdown());
 }
+
+/// How long a sentinel started from a rendered unit may take to connect.
+const CONNECT_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Poll `log` until it contains `needle` (bounded; panics with the log).
+fn wait_log(child: &mut std::process::Child, log: &Path, needle: &str) {
+    let until = std::time::Instant::now() + CONNECT_WAIT;
+    loop {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        if text.contains(needle) {
+            return;
+        }
+        if let Ok(Some(st)) = child.try_wait() {
+            panic!("exited {st} before {needle:?}:\n{text}");
+        }
+        assert!(
+            std::time::Instant::now() < until,
+            "no {needle:?} in:\n{text}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// Split an `ExecStart=` value as systemd does for what the renderer writes
+/// (double-quoted words with `\\` / `\"` escapes, `%%` for `%`).
+fn exec_words(line: &str, instance: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut cur = String::new();
+    let (mut quoted, mut any) = (false, false);
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => {
+                quoted = !quoted;
+                any = true;
+            }
+            '\\' if quoted => cur.extend(chars.next()),
+            '%' => match chars.next() {
+                Some('%') => cur.push('%'),
+                Some('i') => cur.push_str(instance),
+                other => panic!("unexpected specifier %{other:?}"),
+            },
+            c if c.is_whitespace() && !quoted => {
+                if any || !cur.is_empty() {
+                    words.push(std::mem::take(&mut cur));
+                    any = false;
+                }
+            }
+            c => cur.push(c),
+        }
+    }
+    if any || !cur.is_empty() {
+        words.push(cur);
+    }
+    words
+}
+
+#[test]
+fn two_sentinels_started_from_the_rendered_units_both_connect() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let backend = rt
+        .block_on(hoop_refbackend::spawn(
+            "127.0.0.1:0".parse().unwrap(),
+            hoop_refbackend::Config {
+                admin_token: Some("admin-test-token".into()),
+                ..Default::default()
+            },
+        ))
+        .unwrap();
+    let admin = hoop_api::admin::AdminClient::new(&backend.base_url(), &backend.admin_token);
+    let m = Machine::new(&[]);
+    for name in ["bolt", "nova"] {
+        rt.block_on(admin.create_user(&hoop_api::admin::CreateUser {
+            email: format!("{name}@example.com"),
+            username: name.into(),
+            nickname: None,
+            is_agent: true,
+        }))
+        .unwrap();
+        let d = m.root().join(name);
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(
+            d.join("config.json"),
+            format!(
+                r#"{{"base_url":"{}","email":"{name}@example.com"}}"#,
+                backend.base_url()
+            ),
+        )
+        .unwrap();
+        // Each agent its own Claude config dir, so both can take every guard.
+        let claude_home = m.dir.path().join(format!("claude-{name}"));
+        std::fs::write(
+            d.join("sentinel.json"),
+            serde_json::json!({"env": {"HOME": claude_home}}).to_string(),
+        )
+        .unwrap();
+        std::fs::write(
+            d.join("install.json"),
+            r#"{"guards":["act","memory","phase","mcp"]}"#,
+        )
+        .unwrap();
+    }
+    let apply = m.hoop(&["install", "--apply", "--manager", "none"]);
+    assert_eq!(apply.code, 0, "{}{}", apply.stdout, apply.stderr);
+    for name in ["bolt", "nova"] {
+        let settings = m
+            .dir
+            .path()
+            .join(format!("claude-{name}/.claude/settings.json"));
+        let text = std::fs::read_to_string(&settings).unwrap();
+        for g in [
+            "guard act".to_string(),
+            "guard memory".to_string(),
+            format!("guard phase --home {name}"),
+            format!("guard mcp --home {name}"),
+        ] {
+            assert_eq!(text.matches(&g).count(), 1, "{g} in {text}");
+        }
+    }
+
+    // bolt runs as systemd would run the rendered template unit.
+    let unit = std::fs::read_to_string(m.unit()).unwrap();
+    let exec = unit
+        .lines()
+        .find_map(|l| l.strip_prefix("ExecStart="))
+        .unwrap();
+    let mut env: Vec<(String, String)> = unit
+        .lines()
+        .filter_map(|l| l.strip_prefix("Environment="))
+        .map(|v| {
+            let w = exec_words(v, "bolt").remove(0);
+            let (k, v) = w.split_once('=').unwrap();
+            (k.to_string(), v.to_string())
+        })
+        .collect();
+    env.push(("HOME".into(), m.home().display().to_string()));
+    let argv = exec_words(exec, "bolt");
+    assert_eq!(argv[0], m.root().join("bin/hoop").display().to_string());
+    // nova runs as launchd would run its rendered agent.
+    let unit_path = hoop_provision::units::unit_path(unit.as_bytes()).unwrap();
+    let plist = hoop_provision::units::launchd_plist(
+        &hoop_provision::units::UnitFacts {
+            hoop_bin: m.root().join("bin/hoop"),
+            path: unit_path,
+            root: m.root(),
+        },
+        "nova",
+        &m.root().join("nova/logs"),
+    )
+    .unwrap();
+    let p = plist::Value::from_reader_xml(plist.as_slice()).unwrap();
+    let d = p.as_dictionary().unwrap();
+    let program: Vec<String> = d["ProgramArguments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_string().unwrap().to_string())
+        .collect();
+    let mut penv: Vec<(String, String)> = d["EnvironmentVariables"]
+        .as_dictionary()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| (k.clone(), v.as_string().unwrap().to_string()))
+        .collect();
+    penv.push(("HOME".into(), m.home().display().to_string()));
+    let stderr_path = PathBuf::from(d["StandardErrorPath"].as_string().unwrap());
+
+    let start = |argv: &[String], env: &[(String, String)], log: &Path| {
+        Command::new(&argv[0])
+            .args(&argv[1..])
+            .env_clear()
+            .envs(env.iter().cloned())
+            .env("NO_COLOR", "1")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(log).unwrap())
+            .spawn()
+            .unwrap()
+    };
+    let bolt_log = m.root().join("bolt/logs/journal.log");
+    let mut bolt = start(&argv, &env, &bolt_log);
+    let mut nova = start(&program, &penv, &stderr_path);
+    for (child, log, name) in [
+        (&mut bolt, &bolt_log, "bolt"),
+        (&mut nova, &stderr_path, "nova"),
+    ] {
+        wait_log(child, log, &format!("🚀 {name} "));
+        wait_log(child, log, "🔌 WS connected");
+    }
+    for mut child in [bolt, nova] {
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(child.id() as i32),
+            nix::sys::signal::Signal::SIGTERM,
+        )
+        .unwrap();
+        assert!(child.wait().unwrap().success());
+    }
+    let check = m.hoop(&["install", "--check", "--manager", "none"]);
+    assert_eq!(check.code, 0, "{}{}", check.stdout, check.stderr);
+    rt.block_on(backend.shutdown());
+}
