@@ -145,6 +145,32 @@ pub fn doctor(
         ));
     }
 
+    // A directory that looks like a home (it has a home's files) but has no
+    // config.json is not a home to install: its sentinel cannot start.
+    for e in std::fs::read_dir(&m.root).into_iter().flatten().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Ok(home) = Home::new(&m.root, &name) else {
+            continue;
+        };
+        let looks_like_home = [
+            home.token_path(),
+            home.cursors_path(),
+            home.dir().join(manifest::INSTALL_FILE),
+            home.dir().join("sentinel.json"),
+        ]
+        .iter()
+        .any(|p| p.exists());
+        if looks_like_home && !home.config_path().exists() {
+            out.push(f(
+                Level::Error,
+                Some(&name),
+                format!("config {}", home.config_path().display()),
+                "missing: this home cannot log in and `hoop install` skips it".into(),
+                "redeem the home (`hoop provision redeem`) or write config.json by hand".into(),
+            ));
+        }
+    }
+
     // Secrets.
     let mut secrets: Vec<(Option<&str>, PathBuf)> = vec![(None, m.root.join(AGENT_ENV_FILE))];
     let mut bases: Vec<String> = Vec::new();

@@ -283,7 +283,24 @@ pub struct Ctx<'a> {
     pub runner: &'a dyn Runner,
 }
 
-impl Ctx<'_> {
+impl<'a> Ctx<'a> {
+    /// Gather this machine's facts and homes under `root` (what `hoop
+    /// status` needs before calling [`check`]).
+    pub fn gather(
+        root: &Path,
+        env: &Env,
+        manager: Manager,
+        runner: &'a dyn Runner,
+    ) -> Result<Ctx<'a>, InstallError> {
+        let (machine, homes) = gather(root, env)?;
+        Ok(Ctx {
+            machine,
+            homes,
+            manager,
+            runner,
+        })
+    }
+
     fn domain(&self) -> String {
         format!("gui/{}", self.machine.uid)
     }
@@ -303,7 +320,7 @@ pub fn plan(ctx: &Ctx) -> Result<Vec<Row>, InstallError> {
         .map(|item| {
             let (status, detail) = observe(ctx, &item);
             Row {
-                subject: item.subject(&ctx.machine, ctx.manager),
+                subject: item.subject(),
                 item,
                 status,
                 detail,
@@ -366,16 +383,15 @@ fn observe(ctx: &Ctx, item: &Item) -> (Status, String) {
             }
             Err(e) => (Status::Change, e.to_string()),
         },
-        Want::Service { home } => service_state(ctx, home),
+        Want::Service { unit, .. } => service_state(ctx, unit),
         Want::Retired { .. } => (Status::Remove, "its home is gone".into()),
     }
 }
 
-fn service_state(ctx: &Ctx, home: &str) -> (Status, String) {
-    let name = manifest::service_name(&ctx.machine, ctx.manager, home);
+fn service_state(ctx: &Ctx, name: &str) -> (Status, String) {
     let call = match ctx.manager {
         Manager::None => return (Status::Unchecked, "--manager none".into()),
-        Manager::Systemd => Call::new("systemctl", &["--user", "is-enabled", &name]),
+        Manager::Systemd => Call::new("systemctl", &["--user", "is-enabled", name]),
         Manager::Launchd => Call::new("launchctl", &["print", &format!("{}/{name}", ctx.domain())]),
     };
     match ctx.runner.run(&call) {
@@ -407,17 +423,14 @@ fn service_calls(ctx: &Ctx, row: &Row, unit_changed: bool) -> Vec<Call> {
         },
         other => other,
     };
-    let name = manifest::service_name(m, manager, row.item.home.as_deref().unwrap_or(""));
+    let name = &row.subject;
     let domain = ctx.domain();
     let target = format!("{domain}/{name}");
     match (&row.item.want, manager) {
         (Want::Service { .. }, Manager::Systemd) if row.status != Status::Ok => {
-            vec![Call::new(
-                "systemctl",
-                &["--user", "enable", "--now", &name],
-            )]
+            vec![Call::new("systemctl", &["--user", "enable", "--now", name])]
         }
-        (Want::Service { home }, Manager::Launchd) => {
+        (Want::Service { home, .. }, Manager::Launchd) => {
             let plist = manifest::plist_path(m, home).to_string_lossy().into_owned();
             let mut v = Vec::new();
             if row.status == Status::Ok && unit_changed {
@@ -432,7 +445,7 @@ fn service_calls(ctx: &Ctx, row: &Row, unit_changed: bool) -> Vec<Call> {
         (Want::Retired { .. }, Manager::Systemd) => {
             vec![Call::new(
                 "systemctl",
-                &["--user", "disable", "--now", &name],
+                &["--user", "disable", "--now", name],
             )]
         }
         (Want::Retired { .. }, Manager::Launchd) => {
@@ -825,6 +838,87 @@ mod tests {
         );
         assert_eq!(applied.calls, r.calls());
         assert_eq!(check(&c), vec![]);
+    }
+
+    #[test]
+    fn launchd_bootstraps_each_agent_and_reloads_one_whose_plist_changed() {
+        let w = world(&["bolt", "nova"]);
+        let r = RecordingRunner::new();
+        r.answer(
+            |c| c.args.first().map(String::as_str) == Some("print"),
+            CallOutput {
+                code: Some(113),
+                stdout: String::new(),
+                stderr: "Could not find service\n".into(),
+            },
+        );
+        let mut c = ctx(&w, &r, Manager::Launchd);
+        c.machine.os = Os::Macos;
+        c.machine.uid = 501;
+        let applied = apply(&c, &plan(&c).unwrap()).unwrap();
+        let agents = w.user_home.join("Library/LaunchAgents");
+        let calls: Vec<String> = applied.calls.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            calls,
+            [
+                format!(
+                    "launchctl bootstrap gui/501 {}",
+                    agents.join("dev.hoop.sentinel.bolt.plist").display()
+                ),
+                format!(
+                    "launchctl bootstrap gui/501 {}",
+                    agents.join("dev.hoop.sentinel.nova.plist").display()
+                ),
+            ]
+        );
+        // Loaded now; nova's plist edited by hand: only nova is reloaded.
+        let r = RecordingRunner::new();
+        let mut c = ctx(&w, &r, Manager::Launchd);
+        c.machine.os = Os::Macos;
+        c.machine.uid = 501;
+        let nova = agents.join("dev.hoop.sentinel.nova.plist");
+        let text = std::fs::read_to_string(&nova).unwrap();
+        std::fs::write(
+            &nova,
+            text.replace("<integer>60</integer>", "<integer>1</integer>"),
+        )
+        .unwrap();
+        let found = check(&c);
+        assert_eq!(found.len(), 1, "{found:#?}");
+        assert_eq!(found[0].home.as_deref(), Some("nova"));
+        let applied = apply(&c, &plan(&c).unwrap()).unwrap();
+        let calls: Vec<String> = applied.calls.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            calls,
+            [
+                "launchctl bootout gui/501/dev.hoop.sentinel.nova".to_string(),
+                format!("launchctl bootstrap gui/501 {}", nova.display()),
+            ]
+        );
+        assert_eq!(std::fs::read_to_string(&nova).unwrap(), text);
+        // A home that is gone: booted out, its plist removed.
+        std::fs::remove_file(w.root.join("nova/config.json")).unwrap();
+        let r = RecordingRunner::new();
+        let env = Env {
+            user_home: Some(w.user_home.clone()),
+            xdg_config_home: None,
+            path: None,
+            hoop_binary: w.bin.clone(),
+        };
+        let (mut machine, homes) = gather(&w.root, &env).unwrap();
+        machine.os = Os::Macos;
+        machine.uid = 501;
+        machine.installed_units = vec!["bolt".into(), "nova".into()];
+        let c = Ctx {
+            machine,
+            homes,
+            manager: Manager::Launchd,
+            runner: &r,
+        };
+        let applied = apply(&c, &plan(&c).unwrap()).unwrap();
+        let calls: Vec<String> = applied.calls.iter().map(ToString::to_string).collect();
+        assert_eq!(calls, ["launchctl bootout gui/501/dev.hoop.sentinel.nova"]);
+        assert!(!nova.exists());
     }
 
     #[test]

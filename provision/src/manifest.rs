@@ -159,10 +159,15 @@ pub enum Want {
         program: String,
         specs: Vec<Spec>,
     },
-    /// The home's service is enabled and loaded under the manager.
-    Service { home: String },
+    /// The home's service `unit` (systemd instance or launchd label) is
+    /// enabled and loaded under the manager.
+    Service { home: String, unit: String },
     /// A unit of a home that is gone: stop and remove it.
-    Retired { home: String, file: Option<PathBuf> },
+    Retired {
+        home: String,
+        unit: String,
+        file: Option<PathBuf>,
+    },
 }
 
 /// One desired item: a short kind, what it is about, and the want.
@@ -177,13 +182,13 @@ pub struct Item {
 
 impl Item {
     /// What the item is about, for a plan line: a path or a unit.
-    pub fn subject(&self, m: &Machine, manager: Manager) -> String {
+    pub fn subject(&self) -> String {
         match &self.want {
             Want::Link { path, target } => format!("{} -> {}", path.display(), target.display()),
             Want::Dir { path } | Want::File { path, .. } | Want::Hooks { path, .. } => {
                 path.display().to_string()
             }
-            Want::Service { home } | Want::Retired { home, .. } => service_name(m, manager, home),
+            Want::Service { unit, .. } | Want::Retired { unit, .. } => unit.clone(),
         }
     }
 }
@@ -356,10 +361,10 @@ pub fn manifest(
             home: Some(h.name.clone()),
             want: Want::Service {
                 home: h.name.clone(),
+                unit: service_name(m, opts.manager, &h.name),
             },
         });
     }
-    let _ = opts;
     for gone in &m.installed_units {
         if homes.iter().any(|h| &h.name == gone) {
             continue;
@@ -369,6 +374,7 @@ pub fn manifest(
             home: Some(gone.clone()),
             want: Want::Retired {
                 home: gone.clone(),
+                unit: service_name(m, opts.manager, gone),
                 file: (m.os == Os::Macos).then(|| plist_path(m, gone)),
             },
         });
@@ -475,7 +481,7 @@ mod tests {
         let items = manifest(m, homes, Options { manager }).unwrap();
         let mut out = String::new();
         for i in &items {
-            out.push_str(&format!("{:8} {}\n", i.kind, i.subject(m, manager)));
+            out.push_str(&format!("{:8} {}\n", i.kind, i.subject()));
             if let Want::Hooks { program, specs, .. } = &i.want {
                 for s in specs {
                     out.push_str(&format!(
@@ -575,7 +581,7 @@ service  hoop-sentinel@old.service
         .unwrap();
         assert!(matches!(
             items.last().unwrap().want,
-            Want::Retired { ref home, file: None } if home == "old"
+            Want::Retired { ref home, file: None, .. } if home == "old"
         ));
         // The unit runs the stable link, with a PATH reaching claude and node.
         let unit = items

@@ -289,6 +289,10 @@ fn doctor_names_each_problem_with_its_fix_and_passes_once_they_are_fixed() {
     std::fs::write(&rules, "none\n").unwrap();
     let sentinel = m.root().join("nova/sentinel.json");
     std::fs::write(&sentinel, r#"{"claude_bin":"/nonexistent/claude"}"#).unwrap();
+    // A home whose config.json went missing.
+    let lost = m.root().join("lost");
+    std::fs::create_dir_all(&lost).unwrap();
+    std::fs::write(lost.join("cursors.json"), "{}").unwrap();
 
     let out = m.hoop(&["doctor", "--manager", "none"]);
     assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
@@ -311,6 +315,13 @@ fn doctor_names_each_problem_with_its_fix_and_passes_once_they_are_fixed() {
         (
             format!("warning guard {}: act_guard is disarmed", rules.display()),
             format!("fix: remove `none` from {}", rules.display()),
+        ),
+        (
+            format!(
+                "error   config {}: missing",
+                lost.join("config.json").display()
+            ),
+            "fix: redeem the home".to_string(),
         ),
         (
             "warning clock http://127.0.0.1:9: could not read the backend's clock".to_string(),
@@ -353,6 +364,7 @@ fn doctor_names_each_problem_with_its_fix_and_passes_once_they_are_fixed() {
     chmod(&token, 0o600);
     std::fs::write(&rules, "all\n").unwrap();
     std::fs::remove_file(&sentinel).unwrap();
+    std::fs::remove_dir_all(&lost).unwrap();
     let out = m.hoop(&["doctor", "--manager", "none"]);
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
     assert!(
