@@ -26,20 +26,8 @@ impl WriteOptions {
 
 /// Write `data` to `path` atomically, creating parent directories.
 pub fn write_atomic(path: &Path, data: &[u8], opts: WriteOptions) -> io::Result<()> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    fs::create_dir_all(dir)?;
-    let name = path
-        .file_name()
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "path has no file name"))?;
-    let tmp = dir.join(format!(
-        ".{}.tmp.{}.{}",
-        name.to_string_lossy(),
-        std::process::id(),
-        unique_suffix()
-    ));
+    let (dir, tmp) = temp_beside(path)?;
+    let dir = dir.as_path();
     let result = (|| {
         let mut f = open_new(&tmp, opts.mode)?;
         f.write_all(data)?;
@@ -72,12 +60,27 @@ pub fn write_json_atomic<T: serde::Serialize>(
 /// the new, never no link). Creates the parent directory.
 #[cfg(unix)]
 pub fn symlink_atomic(target: &Path, link: &Path) -> io::Result<()> {
-    let dir = link
+    let (dir, tmp) = temp_beside(link)?;
+    std::os::unix::fs::symlink(target, &tmp)?;
+    if let Err(e) = fs::rename(&tmp, link) {
+        let _ = fs::remove_file(&tmp);
+        return Err(e);
+    }
+    if let Ok(d) = File::open(&dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+/// The directory of `path` (created) and a fresh temporary name in it, so
+/// the final rename stays on one file system.
+fn temp_beside(path: &Path) -> io::Result<(std::path::PathBuf, std::path::PathBuf)> {
+    let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     fs::create_dir_all(dir)?;
-    let name = link
+    let name = path
         .file_name()
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "path has no file name"))?;
     let tmp = dir.join(format!(
@@ -86,15 +89,7 @@ pub fn symlink_atomic(target: &Path, link: &Path) -> io::Result<()> {
         std::process::id(),
         unique_suffix()
     ));
-    std::os::unix::fs::symlink(target, &tmp)?;
-    if let Err(e) = fs::rename(&tmp, link) {
-        let _ = fs::remove_file(&tmp);
-        return Err(e);
-    }
-    if let Ok(d) = File::open(dir) {
-        let _ = d.sync_all();
-    }
-    Ok(())
+    Ok((dir.to_path_buf(), tmp))
 }
 
 fn unique_suffix() -> u64 {

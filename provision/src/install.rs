@@ -678,13 +678,19 @@ mod tests {
         }
     }
 
+    impl World {
+        fn env(&self) -> Env {
+            Env {
+                user_home: Some(self.user_home.clone()),
+                xdg_config_home: None,
+                path: None,
+                hoop_binary: self.bin.clone(),
+            }
+        }
+    }
+
     fn ctx<'a>(w: &World, runner: &'a dyn Runner, manager: Manager) -> Ctx<'a> {
-        let env = Env {
-            user_home: Some(w.user_home.clone()),
-            xdg_config_home: None,
-            path: None,
-            hoop_binary: w.bin.clone(),
-        };
+        let env = w.env();
         let (mut machine, homes) = gather(&w.root, &env).unwrap();
         machine.os = Os::Linux;
         Ctx {
@@ -899,12 +905,7 @@ mod tests {
         // A home that is gone: booted out, its plist removed.
         std::fs::remove_file(w.root.join("nova/config.json")).unwrap();
         let r = RecordingRunner::new();
-        let env = Env {
-            user_home: Some(w.user_home.clone()),
-            xdg_config_home: None,
-            path: None,
-            hoop_binary: w.bin.clone(),
-        };
+        let env = w.env();
         let (mut machine, homes) = gather(&w.root, &env).unwrap();
         machine.os = Os::Macos;
         machine.uid = 501;
@@ -929,12 +930,7 @@ mod tests {
             r#"{"guards":["act"],"x":1}"#,
         )
         .unwrap();
-        let env = Env {
-            user_home: Some(w.user_home.clone()),
-            xdg_config_home: None,
-            path: None,
-            hoop_binary: w.bin.clone(),
-        };
+        let env = w.env();
         let err = gather(&w.root, &env).unwrap_err().to_string();
         assert!(
             err.contains("install.json") && err.contains("unknown field"),

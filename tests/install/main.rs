@@ -257,8 +257,8 @@ fn the_daemon_exits_with_the_codes_the_unit_does_not_restart_after() {
     }
 }
 
-#[test]
-fn doctor_names_each_problem_with_its_fix_and_passes_once_they_are_fixed() {
+/// A reference backend on loopback, on its own runtime.
+fn backend() -> (tokio::runtime::Runtime, hoop_refbackend::Running) {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -267,9 +267,18 @@ fn doctor_names_each_problem_with_its_fix_and_passes_once_they_are_fixed() {
     let backend = rt
         .block_on(hoop_refbackend::spawn(
             "127.0.0.1:0".parse().unwrap(),
-            hoop_refbackend::Config::default(),
+            hoop_refbackend::Config {
+                admin_token: Some("admin-test-token".into()),
+                ..Default::default()
+            },
         ))
         .unwrap();
+    (rt, backend)
+}
+
+#[test]
+fn doctor_names_each_problem_with_its_fix_and_passes_once_they_are_fixed() {
+    let (rt, backend) = backend();
     let m = Machine::new(&["bolt", "nova"]);
     // bolt talks to the live backend; nova to a port nothing listens on.
     std::fs::write(
@@ -433,20 +442,7 @@ fn exec_words(line: &str, instance: &str) -> Vec<String> {
 
 #[test]
 fn two_sentinels_started_from_the_rendered_units_both_connect() {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let backend = rt
-        .block_on(hoop_refbackend::spawn(
-            "127.0.0.1:0".parse().unwrap(),
-            hoop_refbackend::Config {
-                admin_token: Some("admin-test-token".into()),
-                ..Default::default()
-            },
-        ))
-        .unwrap();
+    let (rt, backend) = backend();
     let admin = hoop_api::admin::AdminClient::new(&backend.base_url(), &backend.admin_token);
     let m = Machine::new(&[]);
     for name in ["bolt", "nova"] {
