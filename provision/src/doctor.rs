@@ -92,6 +92,29 @@ pub fn linger_finding(user: &str, answer: Option<&str>) -> Option<Finding> {
     }
 }
 
+/// The finding for a stable link whose binary lives in a cargo build
+/// directory (`…/target/{debug,release}/…`): the next build replaces it
+/// under the running daemons.
+pub fn build_dir_finding(binary: &Path) -> Option<Finding> {
+    let parts: Vec<_> = binary.components().map(|c| c.as_os_str()).collect();
+    let in_build = parts
+        .windows(2)
+        .any(|w| w[0] == "target" && (w[1] == "debug" || w[1] == "release"));
+    in_build.then(|| {
+        f(
+            Level::Warning,
+            None,
+            format!("link -> {}", binary.display()),
+            "the hoop binary lives in a build directory: the next build replaces it under \
+             the running sentinels and hooks"
+                .into(),
+            "copy it somewhere stable (e.g. `install -D -m 755 target/release/hoop \
+             ~/.local/lib/hoop/hoop`) and run `hoop install --apply --binary <that path>`"
+                .into(),
+        )
+    })
+}
+
 /// An HTTP `Date` header (IMF-fixdate, `Sun, 06 Nov 1994 08:49:37 GMT`).
 pub fn parse_http_date(s: &str) -> Option<SystemTime> {
     let fmt = time::macros::format_description!(
@@ -119,6 +142,12 @@ pub fn doctor(
 ) -> Vec<Finding> {
     let m = &ctx.machine;
     let mut out = install::check(ctx);
+
+    // The stable link's binary.
+    let link = manifest::link_path(m);
+    if let Ok(target) = std::fs::canonicalize(&link) {
+        out.extend(build_dir_finding(&target));
+    }
 
     // Guards.
     let rules = hoop_guards::act::load_rules(&m.root);
@@ -330,6 +359,19 @@ mod tests {
             let g = linger_finding("ops", a).unwrap();
             assert_eq!(g.level, Level::Warning);
             assert_eq!(g.fix, "loginctl enable-linger ops");
+        }
+    }
+
+    #[test]
+    fn build_directories() {
+        for (p, want) in [
+            ("/home/u/src/hoop/target/release/hoop", true),
+            ("/home/u/src/hoop/target/debug/hoop", true),
+            ("/home/u/.local/lib/hoop/hoop", false),
+            ("/srv/target/hoop", false),
+            ("/opt/release/hoop", false),
+        ] {
+            assert_eq!(build_dir_finding(Path::new(p)).is_some(), want, "{p}");
         }
     }
 

@@ -28,7 +28,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                 .get(base.trim_end_matches('/'))
                 .send()
                 .await
-                .map_err(|e| e.without_url().to_string())?;
+                .map_err(|e| error_chain(&e.without_url()))?;
             let date = resp
                 .headers()
                 .get(reqwest::header::DATE)
@@ -53,4 +53,16 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// An error with its causes, `a: b: c` (reqwest's own text is only the top).
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        s.push_str(": ");
+        s.push_str(&c.to_string());
+        cur = c.source();
+    }
+    s
 }
