@@ -115,6 +115,61 @@ pub fn build_dir_finding(binary: &Path) -> Option<Finding> {
     })
 }
 
+/// What the sentinel's last exit code means, for a finding.
+fn exit_meaning(code: i64) -> Option<&'static str> {
+    match u8::try_from(code).ok()? {
+        hoop_core::limits::SENTINEL_EXIT_LOCK_HELD => {
+            Some("another sentinel holds the home's account lock (a second copy started by hand?)")
+        }
+        hoop_core::limits::SENTINEL_EXIT_CONFIG => {
+            Some("a fatal configuration error (config.json, sentinel.json or a state file)")
+        }
+        _ => None,
+    }
+}
+
+/// The finding for a home's service that stopped for good: systemd's
+/// `is-active` answer `failed`, or launchd's `last exit code = N` (from
+/// `launchctl print`) being one of the codes the units do not restart after.
+pub fn stopped_finding(
+    home: &str,
+    unit: &str,
+    systemd_state: Option<&str>,
+    launchd_print: Option<&str>,
+) -> Option<Finding> {
+    let logs = if unit.ends_with(".service") {
+        format!("journalctl --user -u {unit} -n 50")
+    } else {
+        "the home's logs/sentinel.err.log".to_string()
+    };
+    if let Some(state) = systemd_state
+        && state.trim() == "failed"
+    {
+        return Some(f(
+            Level::Error,
+            Some(home),
+            format!("service {unit}"),
+            "failed: it exited and systemd does not restart it (exit 3: the account lock \
+             is held; 78: a configuration error)"
+                .into(),
+            format!("read `{logs}`, fix the cause, then `systemctl --user restart {unit}`"),
+        ));
+    }
+    let code = launchd_print?.lines().find_map(|l| {
+        l.trim()
+            .strip_prefix("last exit code = ")
+            .and_then(|c| c.trim().parse::<i64>().ok())
+    })?;
+    let meaning = exit_meaning(code)?;
+    Some(f(
+        Level::Error,
+        Some(home),
+        format!("service {unit}"),
+        format!("last exit code {code}: {meaning}; launchd retries it once a minute"),
+        format!("read {logs} and fix the cause"),
+    ))
+}
+
 /// An HTTP `Date` header (IMF-fixdate, `Sun, 06 Nov 1994 08:49:37 GMT`).
 pub fn parse_http_date(s: &str) -> Option<SystemTime> {
     let fmt = time::macros::format_description!(
@@ -279,6 +334,27 @@ pub fn doctor(
         }
     }
 
+    // Services that stopped for good.
+    for h in &ctx.homes {
+        let unit = manifest::service_name(m, ctx.manager, &h.name);
+        let ask = |call: Call| ctx.runner.run(&call).ok().map(|o| o.stdout);
+        let found = match ctx.manager {
+            Manager::Systemd => {
+                let state = ask(Call::new("systemctl", &["--user", "is-active", &unit]));
+                stopped_finding(&h.name, &unit, state.as_deref(), None)
+            }
+            Manager::Launchd => {
+                let print = ask(Call::new(
+                    "launchctl",
+                    &["print", &format!("gui/{}/{unit}", m.uid)],
+                ));
+                stopped_finding(&h.name, &unit, None, print.as_deref())
+            }
+            Manager::None => None,
+        };
+        out.extend(found);
+    }
+
     // Linger (systemd only).
     if ctx.manager == Manager::Systemd {
         let call = Call::new(
@@ -359,6 +435,105 @@ mod tests {
             let g = linger_finding("ops", a).unwrap();
             assert_eq!(g.level, Level::Warning);
             assert_eq!(g.fix, "loginctl enable-linger ops");
+        }
+    }
+
+    #[test]
+    fn systemd_linger_and_a_failed_unit_are_asked_through_the_runner() {
+        use crate::service::{CallOutput, RecordingRunner};
+        let dir = tempfile::tempdir().unwrap();
+        let user_home = dir.path().join("u");
+        let root = user_home.join(".hoop");
+        let home = Home::new(&root, "bolt").unwrap();
+        std::fs::create_dir_all(home.dir()).unwrap();
+        std::fs::write(
+            home.config_path(),
+            r#"{"base_url":"http://127.0.0.1:9","email":"a@b"}"#,
+        )
+        .unwrap();
+        let r = RecordingRunner::new();
+        let reply = |out: &str| CallOutput {
+            code: Some(3),
+            stdout: out.into(),
+            stderr: String::new(),
+        };
+        r.answer(|c| c.program == "loginctl", reply("no\n"));
+        r.answer(
+            |c| c.args.get(1).map(String::as_str) == Some("is-active"),
+            reply("failed\n"),
+        );
+        let ctx = Ctx {
+            machine: crate::manifest::Machine {
+                os: Os::Linux,
+                user: "ops".into(),
+                uid: 1000,
+                user_home: user_home.clone(),
+                xdg_config_home: None,
+                root: root.clone(),
+                hoop_binary: "/bin/sh".into(),
+                tool_dirs: vec![],
+                installed_units: vec![],
+            },
+            homes: vec![crate::install::home_entry(&home, &user_home).unwrap()],
+            manager: Manager::Systemd,
+            runner: &r,
+        };
+        let found = doctor(&ctx, &|_| Ok(SystemTime::now()), SystemTime::now());
+        let items: Vec<&str> = found.iter().map(|f| f.item.as_str()).collect();
+        assert!(items.contains(&"linger ops"), "{items:?}");
+        assert!(
+            items.contains(&"service hoop-sentinel@bolt.service"),
+            "{items:?}"
+        );
+        let calls: Vec<String> = r.calls().iter().map(ToString::to_string).collect();
+        assert!(calls.contains(&"systemctl --user is-active hoop-sentinel@bolt.service".into()));
+        assert!(calls.contains(&"loginctl show-user ops --property=Linger --value".into()));
+        // Every call went to a service manager program, through the runner.
+        for c in r.calls() {
+            assert!(
+                ["systemctl", "loginctl"].contains(&c.program.as_str()),
+                "{c}"
+            );
+        }
+    }
+
+    #[test]
+    fn stopped_services() {
+        let sd = "hoop-sentinel@bolt.service";
+        let ld = "dev.hoop.sentinel.bolt";
+        for (unit, state, print, want) in [
+            (sd, Some("failed\n"), None, true),
+            (sd, Some("active\n"), None, false),
+            (sd, Some("inactive\n"), None, false),
+            (sd, None, None, false),
+            (
+                ld,
+                None,
+                Some("\tstate = not running\n\tlast exit code = 78\n"),
+                true,
+            ),
+            (ld, None, Some("\tlast exit code = 3\n"), true),
+            (ld, None, Some("\tlast exit code = 1\n"), false),
+            (ld, None, Some("\tlast exit code = (never exited)\n"), false),
+        ] {
+            let got = stopped_finding("bolt", unit, state, print);
+            assert_eq!(got.is_some(), want, "{unit} {state:?} {print:?}");
+            if let Some(g) = got {
+                assert_eq!(g.level, Level::Error);
+                assert_eq!(g.home.as_deref(), Some("bolt"));
+                if unit == sd {
+                    assert!(
+                        g.fix
+                            .contains("journalctl --user -u hoop-sentinel@bolt.service")
+                    );
+                } else {
+                    assert!(g.problem.contains(if print.unwrap().contains("78") {
+                        "configuration"
+                    } else {
+                        "account lock"
+                    }));
+                }
+            }
         }
     }
 
