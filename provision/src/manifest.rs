@@ -286,6 +286,10 @@ pub fn manifest(
         ];
         for h in homes {
             paths.push((format!("home {}", h.name), &h.dir));
+            paths.push((
+                format!("the Claude config dir of {}", h.name),
+                &h.claude_config_dir,
+            ));
             if let Some(c) = &h.settings.codex_home {
                 paths.push((format!("the Codex home of {}", h.name), c));
             }
@@ -642,7 +646,7 @@ service  dev.hoop.sentinel.bolt
     #[test]
     fn protected_folders_are_refused_on_macos_for_every_path_kind() {
         type Edit = fn(&mut Machine, &mut HomeEntry);
-        let cases: [(&str, Edit); 4] = [
+        let cases: [(&str, Edit); 5] = [
             ("the hoop root", |m, _| {
                 m.root = "/Users/ops/Documents/hoop".into()
             }),
@@ -651,6 +655,9 @@ service  dev.hoop.sentinel.bolt
             }),
             ("home bolt", |_, h| {
                 h.dir = "/Users/ops/Downloads/bolt".into()
+            }),
+            ("the Claude config dir of bolt", |_, h| {
+                h.claude_config_dir = "/Users/ops/Documents/agent/.claude".into()
             }),
             ("the Codex home of bolt", |_, h| {
                 h.settings.codex_home = Some("/Users/ops/Documents/codex".into())
