@@ -115,6 +115,37 @@ pub fn build_dir_finding(binary: &Path) -> Option<Finding> {
     })
 }
 
+/// The finding for one file in a home's `prompts/` directory: only
+/// `<part>.md` for a known part is ever read, and an empty one is ignored.
+pub fn prompt_file_finding(home: &str, path: &Path, len: u64) -> Option<Finding> {
+    use hoop_sentinel::prompts::Part;
+    let names: Vec<&str> = Part::ALL.iter().map(|p| p.name()).collect();
+    let file = path.file_name()?.to_string_lossy();
+    let known = file
+        .strip_suffix(".md")
+        .is_some_and(|stem| names.contains(&stem));
+    let problem = if !known {
+        format!(
+            "not a prompt part ({}): the sentinel never reads it",
+            names.join(", ")
+        )
+    } else if len == 0 {
+        "empty: the sentinel ignores it and uses the shipped text".into()
+    } else {
+        return None;
+    };
+    Some(f(
+        Level::Warning,
+        Some(home),
+        format!("prompt {}", path.display()),
+        problem,
+        format!(
+            "name it <part>.md with a part of {} and some text, or remove it",
+            names.join(", ")
+        ),
+    ))
+}
+
 /// What the sentinel's last exit code means, for a finding.
 fn exit_meaning(code: i64) -> Option<&'static str> {
     match u8::try_from(code).ok()? {
@@ -252,6 +283,15 @@ pub fn doctor(
                 "missing: this home cannot log in and `hoop install` skips it".into(),
                 "redeem the home (`hoop provision redeem`) or write config.json by hand".into(),
             ));
+        }
+    }
+
+    // Prompt part overrides.
+    for h in &ctx.homes {
+        let dir = h.dir.join("prompts");
+        for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let len = e.metadata().map(|m| m.len()).unwrap_or(0);
+            out.extend(prompt_file_finding(&h.name, &e.path(), len));
         }
     }
 
@@ -493,6 +533,33 @@ mod tests {
             assert!(
                 ["systemctl", "loginctl"].contains(&c.program.as_str()),
                 "{c}"
+            );
+        }
+    }
+
+    #[test]
+    fn prompt_files() {
+        for (file, len, want) in [
+            ("core.md", 10, None),
+            ("workroom.md", 10, None),
+            ("multi_ai.md", 10, None),
+            ("core.md", 0, Some("empty")),
+            ("multiai.md", 10, Some("not a prompt part")),
+            ("core.txt", 10, Some("not a prompt part")),
+            ("task.md", 10, Some("not a prompt part")),
+        ] {
+            let got = prompt_file_finding("bolt", &Path::new("/r/bolt/prompts").join(file), len);
+            assert_eq!(
+                got.as_ref().map(|g| g
+                    .problem
+                    .split(':')
+                    .next()
+                    .unwrap()
+                    .split(" (")
+                    .next()
+                    .unwrap()),
+                want,
+                "{file} {len}"
             );
         }
     }
