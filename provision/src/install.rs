@@ -532,8 +532,16 @@ pub fn apply(ctx: &Ctx, rows: &[Row]) -> Result<Applied, InstallError> {
     for call in calls {
         let res = ctx.runner.run(&call);
         out.calls.push(call.clone());
+        // Booting out an agent launchd no longer has loaded is not a failure:
+        // the goal (not loaded) holds.
+        let may_fail =
+            call.program == "launchctl" && call.args.first().is_some_and(|a| a == "bootout");
         match res {
             Ok(o) if o.success() => {}
+            Ok(o) if may_fail => out.notes.push(format!(
+                "`{call}`: {} (not loaded; nothing to stop)",
+                o.stderr.trim()
+            )),
             Ok(o) => {
                 return Err(InstallError::Apply(format!(
                     "`{call}` exited {}: {}",
@@ -916,10 +924,24 @@ mod tests {
             manager: Manager::Launchd,
             runner: &r,
         };
+        // launchd no longer has it loaded: bootout fails, the plist still goes.
+        r.answer(
+            |c| c.args.first().map(String::as_str) == Some("bootout"),
+            CallOutput {
+                code: Some(3),
+                stdout: String::new(),
+                stderr: "Boot-out failed: 3: No such process".into(),
+            },
+        );
         let applied = apply(&c, &plan(&c).unwrap()).unwrap();
         let calls: Vec<String> = applied.calls.iter().map(ToString::to_string).collect();
         assert_eq!(calls, ["launchctl bootout gui/501/dev.hoop.sentinel.nova"]);
         assert!(!nova.exists());
+        assert!(
+            applied.notes[0].contains("No such process"),
+            "{:?}",
+            applied.notes
+        );
     }
 
     #[test]
