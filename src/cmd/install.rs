@@ -18,7 +18,7 @@ pub const EXIT_DRIFT: u8 = 1;
 pub enum ManagerArg {
     Systemd,
     Launchd,
-    /// Write every file; print the service-manager calls instead of running them.
+    /// No service manager: only files; service-manager calls are printed, never run.
     None,
 }
 
