@@ -47,6 +47,10 @@ enum Command {
     Hooks(cmd::hooks::Command),
     /// Token usage from Claude Code's own transcripts.
     Usage(cmd::usage::Args),
+    /// Put every home of this machine in place: link, hooks, units, services.
+    Install(cmd::install::Args),
+    /// Check this machine: install drift, guards, secrets, clock, PATH, linger.
+    Doctor(cmd::doctor::Args),
     /// Put an account on this machine (redeem a provisioning key).
     #[command(subcommand)]
     Provision(cmd::provision::Command),
@@ -92,6 +96,8 @@ fn main() -> ExitCode {
         Command::Read(a) => cmd::read::run(a),
         Command::Hooks(c) => cmd::hooks::run(c),
         Command::Usage(a) => cmd::usage::run(a),
+        Command::Install(a) => cmd::install::run(a),
+        Command::Doctor(a) => cmd::doctor::run(a),
         Command::Provision(c) => cmd::provision::run(c),
         Command::Mcp(c) => cmd::mcp::run(c),
     };

@@ -146,3 +146,32 @@ pub const PATROL_PRESCAN_TIMEOUT: Duration = Duration::from_secs(60);
 /// A prescan's stderr is kept up to this many bytes for the failure text
 /// (the end of it, where the error usually is).
 pub const PATROL_STDERR_KEEP_BYTES: usize = 2 * 1024;
+// ---------------------------------------------------------------- service units
+
+/// The sentinel's exit code when another instance already holds the home's
+/// account lock. The service units list it in `RestartPreventExitStatus=`:
+/// restarting cannot help while the other instance lives, and a restart
+/// loop against a held lock only fills the log.
+pub const SENTINEL_EXIT_LOCK_HELD: u8 = 3;
+/// The sentinel's exit code for a fatal configuration error (a home, config
+/// or state file it cannot use): `EX_CONFIG` from sysexits(3). Listed in
+/// `RestartPreventExitStatus=` too: only a person editing a file fixes it.
+pub const SENTINEL_EXIT_CONFIG: u8 = 78;
+/// systemd `RestartSec=`: a crash comes back after this long, which keeps
+/// an unforeseen crash loop at one start per 10 s.
+pub const UNIT_RESTART_SEC: u64 = 10;
+/// launchd `ThrottleInterval` (seconds). launchd has no per-exit-code
+/// "do not restart", so a fatal config error or a held lock is retried once
+/// a minute, never in a tight loop; a fixed config file is picked up within
+/// a minute without anyone touching launchd.
+pub const LAUNCHD_THROTTLE_SEC: u64 = 60;
+/// How far the local clock may drift from the backend's before `hoop doctor`
+/// calls it an error: JWTs live 15 minutes and are refreshed 60 s before
+/// expiry, so a skew past the refresh margin makes logins expire early.
+pub const CLOCK_SKEW_ERROR: Duration = Duration::from_secs(60);
+/// Below the error threshold, a skew above this is reported as a warning.
+pub const CLOCK_SKEW_WARN: Duration = Duration::from_secs(5);
+/// How long `hoop doctor` waits for a backend's answer when reading its
+/// clock: long enough for a slow link, short enough that a dead backend does
+/// not stall the whole report.
+pub const DOCTOR_CLOCK_TIMEOUT: Duration = Duration::from_secs(5);

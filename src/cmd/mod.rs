@@ -3,11 +3,13 @@
 
 pub mod backend;
 pub mod demo;
+pub mod doctor;
 pub mod guard;
 pub mod hook_status;
 pub mod hooks;
 pub mod mcp;
 pub mod provision;
+pub mod install;
 pub mod read;
 pub mod say;
 pub mod sentinel;
