@@ -47,6 +47,8 @@ enum Command {
     Hooks(cmd::hooks::Command),
     /// Token usage from Claude Code's own transcripts.
     Usage(cmd::usage::Args),
+    /// Every home on this machine at a glance: daemon, socket, last round, guards, unit.
+    Status(cmd::status::Args),
     /// Print the shell completion script (bash, zsh or fish).
     Completions(cmd::completions::Args),
 }
@@ -68,6 +70,7 @@ fn main() -> ExitCode {
         Command::Read(a) => cmd::read::run(a),
         Command::Hooks(c) => cmd::hooks::run(c),
         Command::Usage(a) => cmd::usage::run(a),
+        Command::Status(a) => cmd::status::run(a),
         Command::Completions(a) => cmd::completions::run(a, Cli::command()),
     };
     match result {

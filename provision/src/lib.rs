@@ -3,3 +3,4 @@
 //! templates in `launchd/` and `systemd/`, safe restarts, status and doctor.
 
 pub mod service;
+pub mod status;

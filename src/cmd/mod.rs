@@ -9,6 +9,7 @@ pub mod hooks;
 pub mod read;
 pub mod say;
 pub mod sentinel;
+pub mod status;
 pub mod usage;
 
 /// Exit code for any error that reaches the top.

@@ -7,3 +7,4 @@ mod completions;
 #[path = "../sentinel/harness.rs"]
 mod harness;
 mod logs;
+mod status;

@@ -6,7 +6,6 @@
 //! alarm ([`after_round`] decides, a pure function).
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use tokio::sync::mpsc::UnboundedReceiver;
@@ -18,7 +17,7 @@ use crate::config::Timings;
 use crate::plan::RoomFailures;
 use crate::policy::Streak;
 use crate::round::{self, RoundCtx, RoundOutcome, RoundReport, Targets};
-use crate::state::{RoundResult, Status};
+use crate::state::{RoundResult, StatusBoard};
 
 fn add(t: &mut Targets, k: Kick) {
     match k {
@@ -83,11 +82,9 @@ pub async fn run<A: Agent>(
     ctx: Arc<RoundCtx>,
     agent: Arc<tokio::sync::Mutex<A>>,
     mut rx: UnboundedReceiver<Kick>,
-    ws_connected: Arc<AtomicBool>,
-    mut status: Status,
+    board: StatusBoard,
 ) {
     let timings = ctx.cfg.timings.clone();
-    let status_path = ctx.home.dir().join(crate::constants::STATUS_FILE);
     // The first round pulls everything.
     let mut pending = Targets {
         all: true,
@@ -145,13 +142,11 @@ pub async fn run<A: Agent>(
         }
         pending.merge(next.retry);
         parked.merge(next.park);
-        status.ws_connected = ws_connected.load(Ordering::Relaxed);
-        status.last_round_at = Some(hoop_core::clock::now_unix());
-        status.last_round_result = Some(RoundResult::of(&report.outcome));
-        status.consecutive_failures = streak.failures;
-        if let Err(e) = status.save(&status_path) {
-            tracing::debug!(error = %e, "status file not written");
-        }
+        board.update(|s| {
+            s.last_round_at = Some(hoop_core::clock::now_unix());
+            s.last_round_result = Some(RoundResult::of(&report.outcome));
+            s.consecutive_failures = streak.failures;
+        });
     }
 }
 
