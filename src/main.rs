@@ -49,6 +49,8 @@ enum Command {
     Usage(cmd::usage::Args),
     /// Every home on this machine at a glance: daemon, socket, last round, guards, unit.
     Status(cmd::status::Args),
+    /// Restart sentinels one at a time through the service manager, safely.
+    Restart(cmd::restart::Args),
     /// Print the shell completion script (bash, zsh or fish).
     Completions(cmd::completions::Args),
 }
@@ -71,6 +73,7 @@ fn main() -> ExitCode {
         Command::Hooks(c) => cmd::hooks::run(c),
         Command::Usage(a) => cmd::usage::run(a),
         Command::Status(a) => cmd::status::run(a),
+        Command::Restart(a) => cmd::restart::run(a),
         Command::Completions(a) => cmd::completions::run(a, Cli::command()),
     };
     match result {

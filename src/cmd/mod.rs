@@ -7,6 +7,7 @@ pub mod demo;
 pub mod guard;
 pub mod hooks;
 pub mod read;
+pub mod restart;
 pub mod say;
 pub mod sentinel;
 pub mod status;

@@ -7,4 +7,5 @@ mod completions;
 #[path = "../sentinel/harness.rs"]
 mod harness;
 mod logs;
+mod restart;
 mod status;
