@@ -4,6 +4,7 @@
 //! and the model stand-in (the sentinel suite's harness), real flocks.
 
 mod completions;
+mod fleet;
 #[path = "../sentinel/harness.rs"]
 mod harness;
 mod logs;
