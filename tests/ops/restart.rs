@@ -243,6 +243,10 @@ async fn restart_waits_for_the_turn_and_the_new_process_and_loses_nothing() {
     let bolt = row(&report, HOME_NAME);
     assert_eq!(bolt["pid"], new_pid, "{bolt:#}");
     assert_eq!(bolt["ws_connected"], true, "{bolt:#}");
+    assert!(
+        bolt["context_tokens"].as_u64().is_some_and(|n| n > 0),
+        "the session's context after a turn: {bolt:#}"
+    );
     // Nothing is left to answer: the new daemon's first round had no turn.
     assert_eq!(log.matches("🧠 turn started").count(), 1, "{log}");
 }

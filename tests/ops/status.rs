@@ -101,6 +101,34 @@ async fn status_shows_a_live_daemon_a_held_lock_and_an_idle_home() {
     assert!(i["pid"].is_null(), "{i:#}");
     assert_eq!(i["ws_connected"], false, "{i:#}");
 
+    // Guards: not armed until the home's hooks are in the agent's settings;
+    // then armed, until act_guard is disarmed with `none`.
+    assert_eq!(bolt["guards"]["hooks_installed"], false, "{bolt:#}");
+    assert_eq!(bolt["guards"]["armed"], false, "{bolt:#}");
+    let settings = w.root.path().join("claude-home/.claude/settings.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_hoop"))
+        .args([
+            "hooks",
+            "install",
+            "--claude",
+            "--home",
+            HOME_NAME,
+            "--settings",
+        ])
+        .arg(&settings)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let guards = |root: &std::path::Path| row(&status_json(root), HOME_NAME)["guards"].clone();
+    let g = guards(w.root.path());
+    assert_eq!(g["hooks_installed"], true, "{g:#}");
+    assert_eq!(g["armed"], true, "{g:#}");
+    assert!(!g["act_rules"].as_array().unwrap().is_empty(), "{g:#}");
+    std::fs::write(w.root.path().join("act_guard_rules"), "none\n").unwrap();
+    let g = guards(w.root.path());
+    assert_eq!(g["act_rules"], serde_json::json!([]), "{g:#}");
+    assert_eq!(g["armed"], false, "{g:#}");
+
     // The table: one line per home.
     let out = Command::new(env!("CARGO_BIN_EXE_hoop"))
         .arg("status")
