@@ -21,16 +21,48 @@ use crate::status::{row, status_json};
 /// (SIGTERM, waits for it) and starts a new one. Records each call and
 /// whether a turn was running (the turn flock, tried) when it came.
 pub struct StandinManager {
-    root: PathBuf,
+    launch: Launch,
     home: Home,
     child: Mutex<Option<Child>>,
     pub calls: Mutex<Vec<(Call, bool)>>,
 }
 
+/// How the manager starts a home's daemon: the program and its arguments,
+/// and the whole environment (as a unit gives it, nothing inherited).
+#[derive(Clone, Debug)]
+pub struct Launch {
+    pub argv: Vec<String>,
+    pub env: Vec<(String, String)>,
+}
+
+impl Launch {
+    /// `hoop sentinel run --home <home>` from the build, in this process's
+    /// environment with the hoop root set.
+    pub fn from_build(root: &Path, home: &Home) -> Launch {
+        let mut env: Vec<(String, String)> = std::env::vars().collect();
+        env.push((ROOT_ENV.into(), root.display().to_string()));
+        env.push(("HOOP_LOG".into(), "info,hoop_sentinel=debug".into()));
+        Launch {
+            argv: vec![
+                env!("CARGO_BIN_EXE_hoop").into(),
+                "sentinel".into(),
+                "run".into(),
+                "--home".into(),
+                home.name.clone(),
+            ],
+            env,
+        }
+    }
+}
+
 impl StandinManager {
     pub fn start(root: &Path, home: &Home) -> Arc<StandinManager> {
+        StandinManager::start_with(home, Launch::from_build(root, home))
+    }
+
+    pub fn start_with(home: &Home, launch: Launch) -> Arc<StandinManager> {
         let m = Arc::new(StandinManager {
-            root: root.to_path_buf(),
+            launch,
             home: home.clone(),
             child: Mutex::new(None),
             calls: Mutex::new(vec![]),
@@ -54,10 +86,10 @@ impl StandinManager {
             .append(true)
             .open(self.log())
             .unwrap();
-        Command::new(env!("CARGO_BIN_EXE_hoop"))
-            .args(["sentinel", "run", "--home", &self.home.name])
-            .env(ROOT_ENV, &self.root)
-            .env("HOOP_LOG", "info,hoop_sentinel=debug")
+        Command::new(&self.launch.argv[0])
+            .args(&self.launch.argv[1..])
+            .env_clear()
+            .envs(self.launch.env.iter().cloned())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::from(log))
