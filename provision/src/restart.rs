@@ -191,8 +191,6 @@ pub struct Options {
     pub turn_wait: Duration,
     pub come_up: Duration,
     pub poll: Duration,
-    /// Where to read each home's log; `None`: by manager ([`default_log`]).
-    pub log: Option<fn(&Home) -> LogSource>,
 }
 
 impl Options {
@@ -205,7 +203,6 @@ impl Options {
             turn_wait: TURN_WAIT,
             come_up: COME_UP,
             poll: POLL,
-            log: None,
         }
     }
 }
@@ -351,10 +348,7 @@ fn one(
         Ok(Probe::Free) => None,
         Err(e) => return fail(e.to_string()),
     };
-    let source = match opts.log {
-        Some(f) => f(home),
-        None => default_log(opts.manager, home),
-    };
+    let source = default_log(opts.manager, home);
     let mark = match &source {
         LogSource::File(p) => std::fs::metadata(p).map(|m| m.len()).unwrap_or(0),
         LogSource::Journal => hoop_core::clock::now_unix().saturating_sub(1).max(0) as u64,
