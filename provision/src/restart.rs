@@ -635,6 +635,43 @@ mod tests {
         drop(turn);
     }
 
+    /// Under systemd the log is the unit's journal, read through the same
+    /// runner from the moment of the restart.
+    #[test]
+    fn under_systemd_the_new_process_is_read_from_the_journal() {
+        let root = root_with(&["a"]);
+        let r = RecordingRunner::new();
+        r.answer(
+            |c| c.program == "journalctl",
+            CallOutput {
+                code: Some(0),
+                stdout: "INFO 🚀 a pid=4242 backend=x\nINFO logged in\nINFO 🔌 WS connected\n"
+                    .into(),
+                stderr: String::new(),
+            },
+        );
+        let out = run(
+            root.path(),
+            &names(&["a"]),
+            &quick(Manager::Systemd),
+            &r,
+            &mut |_| {},
+        );
+        assert_eq!(
+            out[0].1,
+            Outcome::Restarted {
+                old_pid: None,
+                new_pid: 4242
+            }
+        );
+        let calls: Vec<String> = r.calls().iter().map(ToString::to_string).collect();
+        assert_eq!(calls[0], "systemctl --user restart hoop-sentinel@a.service");
+        assert!(
+            calls[1].starts_with("journalctl --user --unit hoop-sentinel@a.service --since @"),
+            "{calls:?}"
+        );
+    }
+
     #[test]
     fn no_manager_restarts_nothing_and_an_unknown_home_fails() {
         let root = root_with(&["a"]);
