@@ -8,7 +8,7 @@
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 mod cmd;
 
@@ -47,6 +47,12 @@ enum Command {
     Hooks(cmd::hooks::Command),
     /// Token usage from Claude Code's own transcripts.
     Usage(cmd::usage::Args),
+    /// Every home on this machine at a glance: daemon, socket, last round, guards, unit.
+    Status(cmd::status::Args),
+    /// Restart sentinels one at a time through the service manager, safely.
+    Restart(cmd::restart::Args),
+    /// Print the shell completion script (bash, zsh or fish).
+    Completions(cmd::completions::Args),
     /// Put every home of this machine in place: link, hooks, units, services.
     Install(cmd::install::Args),
     /// Check this machine: install drift, guards, secrets, clock, PATH, linger.
@@ -96,6 +102,9 @@ fn main() -> ExitCode {
         Command::Read(a) => cmd::read::run(a),
         Command::Hooks(c) => cmd::hooks::run(c),
         Command::Usage(a) => cmd::usage::run(a),
+        Command::Status(a) => cmd::status::run(a),
+        Command::Restart(a) => cmd::restart::run(a),
+        Command::Completions(a) => cmd::completions::run(a, Cli::command()),
         Command::Install(a) => cmd::install::run(a),
         Command::Doctor(a) => cmd::doctor::run(a),
         Command::Provision(c) => cmd::provision::run(c),

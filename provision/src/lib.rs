@@ -16,3 +16,5 @@ pub mod install;
 pub mod manifest;
 pub mod service;
 pub mod units;
+pub mod restart;
+pub mod status;

@@ -11,7 +11,6 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use hoop_api::rest::Client;
@@ -27,7 +26,7 @@ use crate::lock::{self, LockError};
 use crate::policy::{login_notice_due, ws_backoff};
 use crate::prompts::PromptSet;
 use crate::round::RoundCtx;
-use crate::state::{Cursors, Obituaries, StateError, Status};
+use crate::state::{Cursors, Obituaries, StateError, Status, StatusBoard};
 use crate::switches::Switches;
 use crate::tasks;
 
@@ -210,14 +209,15 @@ where
         current_card: current_card.clone(),
         warm_parts: std::sync::Mutex::new(None),
     });
-    let connected = Arc::new(AtomicBool::new(false));
     let (kick_tx, kick_rx) = tokio::sync::mpsc::unbounded_channel();
-    let status = Status {
-        pid: std::process::id(),
-        started_at: now_unix(),
-        ..Default::default()
-    };
-    let _ = status.save(&home.dir().join(STATUS_FILE));
+    let board = StatusBoard::new(
+        home.dir().join(STATUS_FILE),
+        Status {
+            pid: std::process::id(),
+            started_at: now_unix(),
+            ..Default::default()
+        },
+    );
 
     let mut set = tokio::task::JoinSet::new();
     set.spawn(tasks::ws::run(
@@ -225,7 +225,7 @@ where
         me.id,
         cfg.timings.clone(),
         kick_tx,
-        connected.clone(),
+        board.clone(),
     ));
     let patrols = if cfg.patrols.is_empty() {
         None
@@ -245,11 +245,11 @@ where
         })
     };
     {
-        let (ctx, agent, connected) = (ctx.clone(), agent.clone(), connected.clone());
+        let (ctx, agent, board) = (ctx.clone(), agent.clone(), board.clone());
         let retry = cfg.timings.turn_lock_retry;
         set.spawn(async move {
             cold_start(&ctx.home.turn_lock_path(), &agent, retry).await;
-            tasks::cycle::run(ctx, agent, kick_rx, patrols, connected, status).await
+            tasks::cycle::run(ctx, agent, kick_rx, patrols, board).await
         });
     }
     set.spawn(tasks::heartbeat::run(client.clone(), cfg.timings.clone()));

@@ -5,6 +5,7 @@
 mod harness;
 mod proxy;
 mod reliability;
+mod stall;
 mod usage;
 
 use std::time::Duration;

@@ -13,7 +13,6 @@
 
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use tokio::sync::mpsc::UnboundedReceiver;
@@ -26,7 +25,7 @@ use crate::config::Timings;
 use crate::plan::RoomFailures;
 use crate::policy::Streak;
 use crate::round::{self, RoundCtx, RoundOutcome, RoundReport, Targets};
-use crate::state::{RoundResult, Status};
+use crate::state::{RoundResult, StatusBoard};
 
 fn add(t: &mut Targets, k: Kick) {
     match k {
@@ -198,11 +197,9 @@ pub async fn run<A: Agent>(
     agent: Arc<tokio::sync::Mutex<A>>,
     rx: UnboundedReceiver<Kick>,
     patrols: Option<PatrolInbox>,
-    ws_connected: Arc<AtomicBool>,
-    mut status: Status,
+    board: StatusBoard,
 ) {
     let timings = ctx.cfg.timings.clone();
-    let status_path = ctx.home.dir().join(crate::constants::STATUS_FILE);
     let (patrol_rx, in_flight) = match patrols {
         Some(p) => (Some(p.rx), Some(p.in_flight)),
         None => (None, None),
@@ -309,13 +306,11 @@ pub async fn run<A: Agent>(
                 outcome
             }
         };
-        status.ws_connected = ws_connected.load(Ordering::Relaxed);
-        status.last_round_at = Some(hoop_core::clock::now_unix());
-        status.last_round_result = Some(RoundResult::of(&outcome));
-        status.consecutive_failures = streak.failures;
-        if let Err(e) = status.save(&status_path) {
-            tracing::debug!(error = %e, "status file not written");
-        }
+        board.update(|s| {
+            s.last_round_at = Some(hoop_core::clock::now_unix());
+            s.last_round_result = Some(RoundResult::of(&outcome));
+            s.consecutive_failures = streak.failures;
+        });
     }
 }
 
