@@ -12,7 +12,7 @@ use thiserror::Error;
 
 use crate::routes::{self, admin as r};
 use crate::types::{
-    Card, Conversation, ConversationId, CreateCard, ErrorBody, Member, Message, MessageId,
+    AssignTask, Card, Conversation, ConversationId, ErrorBody, Member, Message, MessageId,
     MessageKind, MessagePage, SendMessage, User, UserId,
 };
 
@@ -107,12 +107,14 @@ pub struct CreatedProvisionKey {
     pub conversation_id: Option<ConversationId>,
 }
 
-/// `POST admin::CARDS`: a card created by the operator (optionally on behalf
-/// of `creator_id`).
+/// `POST admin::CARDS`: a card assigned by the operator in a room
+/// (optionally on behalf of `creator_id`), under the same rules as
+/// `POST /v1/workrooms/{cid}/tasks`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Default)]
 pub struct AdminCreateCard {
+    pub conversation_id: ConversationId,
     #[serde(flatten)]
-    pub card: CreateCard,
+    pub task: AssignTask,
     #[serde(default)]
     pub creator_id: Option<UserId>,
 }

@@ -404,8 +404,8 @@ async fn working_card(ctx: &RoundCtx) -> Option<hoop_api::types::CardId> {
     match ctx
         .client
         .cards(&hoop_api::rest::CardFilter {
-            assignee: Some("me".into()),
             status: Some(hoop_api::types::CardStatus::Working),
+            ..hoop_api::rest::CardFilter::mine()
         })
         .await
     {

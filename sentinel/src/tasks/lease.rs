@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use hoop_api::error::Error;
 use hoop_api::rest::{CardFilter, Client};
-use hoop_api::types::{Card, CardId, CardStatus, LeaseResponse};
+use hoop_api::types::{Card, CardId, CardStatus, ConversationId, LeaseResponse};
 
 use crate::constants::LEASE_POLL;
 
@@ -26,8 +26,8 @@ pub async fn run(client: Arc<Client>, current: CurrentCard) {
 /// One pass; returns how long to wait before the next.
 async fn tick(client: &Client, current: &CurrentCard, stopped: &mut BTreeSet<CardId>) -> Duration {
     let filter = CardFilter {
-        assignee: Some("me".into()),
         status: Some(CardStatus::Working),
+        ..CardFilter::mine()
     };
     let cards = match client.cards(&filter).await {
         Ok(c) => c,
@@ -40,8 +40,8 @@ async fn tick(client: &Client, current: &CurrentCard, stopped: &mut BTreeSet<Car
         *slot = cards.iter().find(|c| c.parent_id.is_none()).map(|c| c.id);
     }
     let mut wait = LEASE_POLL;
-    for id in to_renew(&cards, stopped) {
-        let answer = client.renew_lease(id).await;
+    for (cid, id) in to_renew(&cards, stopped) {
+        let answer = client.renew_lease(cid, id).await;
         match verdict(&answer) {
             Verdict::Renewed(next) => {
                 tracing::debug!(card = id, "lease renewed");
@@ -64,13 +64,12 @@ async fn tick(client: &Client, current: &CurrentCard, stopped: &mut BTreeSet<Car
     wait
 }
 
-/// The working cards not yet given up on.
-pub fn to_renew(cards: &[Card], stopped: &BTreeSet<CardId>) -> Vec<CardId> {
+/// The working cards not yet given up on, as (room, card).
+pub fn to_renew(cards: &[Card], stopped: &BTreeSet<CardId>) -> Vec<(ConversationId, CardId)> {
     cards
         .iter()
-        .filter(|c| c.status == CardStatus::Working)
-        .map(|c| c.id)
-        .filter(|id| !stopped.contains(id))
+        .filter(|c| c.status == CardStatus::Working && !stopped.contains(&c.id))
+        .map(|c| (c.conversation_id, c.id))
         .collect()
 }
 
@@ -105,8 +104,11 @@ mod tests {
             status,
             assignee_id: Some(1),
             parent_id: None,
-            conversation_id: None,
+            conversation_id: 7,
+            message_id: None,
             error: None,
+            result: None,
+            result_message_id: None,
             lease_expires_at: None,
             tokens_in: None,
             tokens_cached_in: None,
@@ -155,8 +157,8 @@ mod tests {
             card(3, CardStatus::Queued),
         ];
         let mut stopped = BTreeSet::new();
-        assert_eq!(to_renew(&cards, &stopped), vec![1, 2]);
+        assert_eq!(to_renew(&cards, &stopped), vec![(7, 1), (7, 2)]);
         stopped.insert(2);
-        assert_eq!(to_renew(&cards, &stopped), vec![1]);
+        assert_eq!(to_renew(&cards, &stopped), vec![(7, 1)]);
     }
 }
