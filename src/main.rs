@@ -47,6 +47,9 @@ enum Command {
     Hooks(cmd::hooks::Command),
     /// Token usage from Claude Code's own transcripts.
     Usage(cmd::usage::Args),
+    /// One-shot agents on sub-cards: spawn one, list the live ones.
+    #[command(subcommand)]
+    Worker(cmd::worker::Command),
 }
 
 fn main() -> ExitCode {
@@ -66,6 +69,7 @@ fn main() -> ExitCode {
         Command::Read(a) => cmd::read::run(a),
         Command::Hooks(c) => cmd::hooks::run(c),
         Command::Usage(a) => cmd::usage::run(a),
+        Command::Worker(c) => cmd::worker::run(c),
     };
     match result {
         Ok(code) => code,

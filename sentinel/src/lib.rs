@@ -20,3 +20,4 @@ pub mod state;
 pub mod switches;
 pub mod tasks;
 pub mod usage;
+pub mod worker;

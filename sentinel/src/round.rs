@@ -423,12 +423,12 @@ async fn account_totals(ctx: &RoundCtx) -> Option<hoop_core::transcript::Usage> 
         .iter()
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
-    let Some(dir) = crate::context::config_dir(&env, |k| std::env::var_os(k)) else {
+    let Some(dirs) = crate::usage::account_dirs(&ctx.home, &env) else {
         tracing::warn!("no config dir for the agent; usage not read");
         return None;
     };
     let cache = ctx.home.dir().join(crate::constants::USAGE_CACHE_FILE);
-    match tokio::task::spawn_blocking(move || crate::usage::read_totals(dir, Some(cache))).await {
+    match tokio::task::spawn_blocking(move || crate::usage::read_totals(dirs, Some(cache))).await {
         Ok(Ok(t)) => Some(t),
         Ok(Err(e)) => {
             tracing::warn!(error = %e, "usage totals unreadable");

@@ -9,6 +9,7 @@ pub mod read;
 pub mod say;
 pub mod sentinel;
 pub mod usage;
+pub mod worker;
 
 /// Exit code for any error that reaches the top.
 pub const EXIT_FAILURE: u8 = 1;

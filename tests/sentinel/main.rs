@@ -6,6 +6,7 @@ mod harness;
 mod proxy;
 mod reliability;
 mod usage;
+mod workers;
 
 use std::time::Duration;
 
