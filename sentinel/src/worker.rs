@@ -204,7 +204,9 @@ pub fn live_workers(home: &Home) -> Vec<LiveWorker> {
         .into_iter()
         .filter(|r| r.state == WorkerState::Running)
         .filter_map(|r| {
-            let pid = r.pid.filter(|p| process_alive(*p))?;
+            let pid = r
+                .pid
+                .filter(|p| process_alive(*p) && is_supervisor(*p, r.card_id))?;
             Some(LiveWorker {
                 card_id: r.card_id,
                 parent_id: r.parent_id,
@@ -436,6 +438,27 @@ pub fn seed_scratch_home(
         }
     }
     Ok(copied)
+}
+
+/// Whether `pid` still is the supervisor of the worker on `card` (a pid can
+/// be reused after a crash: never signal a stranger). Read from
+/// `/proc/<pid>/cmdline`; where there is no `/proc`, trusted.
+pub fn is_supervisor(pid: u32, card: CardId) -> bool {
+    match std::fs::read(format!("/proc/{pid}/cmdline")) {
+        Ok(raw) => supervisor_cmdline(&raw, card),
+        Err(_) => !Path::new("/proc/self").exists(),
+    }
+}
+
+/// `hoop worker run … --card <card>` in a NUL-separated command line.
+pub fn supervisor_cmdline(raw: &[u8], card: CardId) -> bool {
+    let args: Vec<&[u8]> = raw.split(|b| *b == 0).collect();
+    let card = card.to_string();
+    args.windows(2)
+        .any(|w| w == [b"worker".as_slice(), b"run".as_slice()])
+        && args
+            .windows(2)
+            .any(|w| w[0] == b"--card".as_slice() && w[1] == card.as_bytes())
 }
 
 /// Whether `pid` is a live process (signal 0).
@@ -755,6 +778,22 @@ mod tests {
             Some("http://x")
         );
         assert_eq!(removed, ["CLAUDE_CONFIG_DIR"]);
+    }
+
+    #[test]
+    fn only_a_workers_own_supervisor_is_recognised() {
+        let line = |s: &str| s.replace(' ', "\0").into_bytes();
+        let rows = [
+            ("/x/hoop worker run --home bolt --card 12", 12, true),
+            ("/x/hoop worker run --home bolt --card 12", 1, false),
+            ("/x/hoop worker run --home bolt --card 123", 12, false),
+            ("/x/hoop sentinel run --home bolt --card 12", 12, false),
+            ("sleep 12", 12, false),
+            ("", 12, false),
+        ];
+        for (cmd, card, want) in rows {
+            assert_eq!(supervisor_cmdline(&line(cmd), card), want, "{cmd} / {card}");
+        }
     }
 
     #[test]

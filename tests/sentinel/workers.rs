@@ -22,6 +22,22 @@ const PER_RESPONSE: Usage = Usage {
     output_tokens: 7,
 };
 
+/// Kills every worker process tree of the home when the test ends, passed
+/// or failed: a worker is detached from the test by design.
+struct ReapWorkers(hoop_core::home::Home);
+
+impl Drop for ReapWorkers {
+    fn drop(&mut self) {
+        for w in worker::live_workers(&self.0) {
+            for p in worker::process_tree(w.pid) {
+                let _ = Command::new("kill")
+                    .args(["-KILL", &p.to_string()])
+                    .status();
+            }
+        }
+    }
+}
+
 fn spawn_cmd(parent: i64, title: &str, prompt: &str) -> String {
     format!(
         "hoop worker spawn --home {HOME_NAME} --card {parent} --title \"{title}\" -- \"{prompt}\""
@@ -76,6 +92,7 @@ fn files_under(d: &Path) -> Vec<std::path::PathBuf> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_writes_its_result_usage_or_error_on_its_sub_card() {
     let w = World::new(Opts::default()).await;
+    let _reap = ReapWorkers(w.home.clone());
     w.standin.set_usage(UsageScript::Fixed(PER_RESPONSE));
     let parent = w.claimed_card("the big job").await;
     // (model reply, status, result, error) per worker, in order.
@@ -222,6 +239,7 @@ async fn the_sentinels_agent_spawns_a_worker_and_the_parents_finish_stops_it() {
     let mut opts = Opts::default();
     opts.timings["worker_poll_ms"] = json!(300);
     let w = World::new(opts).await;
+    let _reap = ReapWorkers(w.home.clone());
     let parent = w.claimed_card("the big job").await;
     // The sentinel's turn: spawn the worker. The worker's own first request
     // takes the next reply: a long Bash command, so it is still running.
