@@ -256,3 +256,63 @@ async fn transitions_outside_the_lifecycle_and_other_peoples_cards_are_refused()
         codes::FORBIDDEN
     );
 }
+
+/// Production's assign rules through the client (seed 002 L19 step 5): the
+/// assignee an agent member of the room, `message_id` a message of the
+/// room; and a progress line beats (step 6). Each rule both ways.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn assign_checks_assignee_and_message_and_a_progress_line_beats() {
+    let env = Env::start().await;
+    let (a, room) = agent_in_room(&env, "bolt").await;
+    let human = env.user("ada", false).await;
+    let stranger = env.agent("nut").await;
+    let other = env.room("other", &[a.user.id, stranger.user.id]).await.id;
+    let here = env.post_as(room, a.user.id, "do this").await.id;
+    let there = env.post_as(other, a.user.id, "not here").await.id;
+    let task = |assignee: i64, message: Option<i64>| AssignTask {
+        title: "t".into(),
+        assignee_id: Some(assignee),
+        parent_id: None,
+        message_id: message,
+    };
+    // (assignee, message, refused with)
+    let rows = [
+        (a.user.id, Some(here), None),
+        (a.user.id, None, None),
+        (a.user.id, Some(there), Some(codes::BAD_REQUEST)),
+        (human.id, None, Some(codes::FORBIDDEN)),
+        (stranger.user.id, None, Some(codes::FORBIDDEN)),
+    ];
+    for (assignee, message, refused) in rows {
+        let r = a.client.assign_task(room, &task(assignee, message)).await;
+        match refused {
+            None => {
+                let c = r.unwrap();
+                assert_eq!((c.conversation_id, c.message_id), (room, message));
+            }
+            Some(want) => assert_eq!(code(r), want, "{assignee} {message:?}"),
+        }
+    }
+    // The stranger is an agent member of the other room: assignable there.
+    a.client
+        .assign_task(other, &task(stranger.user.id, Some(there)))
+        .await
+        .unwrap();
+    // A progress line is a heartbeat.
+    let present = |who: i64| {
+        let c = &a.client;
+        async move {
+            c.presence()
+                .await
+                .unwrap()
+                .into_iter()
+                .any(|p| p.user_id == who && p.present)
+        }
+    };
+    assert!(!present(a.user.id).await, "no beat yet");
+    let c = card(&a, room, "beat", None).await;
+    a.client.claim_task(room, c.id).await.unwrap();
+    assert!(!present(a.user.id).await, "a claim is not a beat");
+    a.client.task_progress(room, c.id, "going").await.unwrap();
+    assert!(present(a.user.id).await, "a progress line beats");
+}
