@@ -47,6 +47,9 @@ enum Command {
     Hooks(cmd::hooks::Command),
     /// Token usage from Claude Code's own transcripts.
     Usage(cmd::usage::Args),
+    /// One-shot agents on sub-cards: spawn one, list the live ones.
+    #[command(subcommand)]
+    Worker(cmd::worker::Command),
     /// Every home on this machine at a glance: daemon, socket, last round, guards, unit.
     Status(cmd::status::Args),
     /// Restart sentinels one at a time through the service manager, safely.
@@ -109,6 +112,7 @@ fn main() -> ExitCode {
         Command::Doctor(a) => cmd::doctor::run(a),
         Command::Provision(c) => cmd::provision::run(c),
         Command::Mcp(c) => cmd::mcp::run(c),
+        Command::Worker(c) => cmd::worker::run(c),
     };
     match result {
         Ok(code) => code,

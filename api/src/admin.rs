@@ -12,8 +12,7 @@ use thiserror::Error;
 
 use crate::routes::{self, admin as r};
 use crate::types::{
-    Card, Conversation, ConversationId, CreateCard, ErrorBody, Member, Message, MessageId,
-    MessageKind, MessagePage, ReinforceApplication, RevokedKeys, SendMessage, User, UserId,
+    AssignTask, Card, Conversation, ConversationId, CreateCard, ErrorBody, Member, Message, MessageId, MessageKind, MessagePage, ReinforceApplication, RevokedKeys, SendMessage, User, UserId,
 };
 
 // ---------------------------------------------------------------- wire types
@@ -187,12 +186,14 @@ fn one() -> u32 {
     1
 }
 
-/// `POST admin::CARDS`: a card created by the operator (optionally on behalf
-/// of `creator_id`).
+/// `POST admin::CARDS`: a card assigned by the operator in a room
+/// (optionally on behalf of `creator_id`), under the same rules as
+/// `POST /v1/workrooms/{cid}/tasks`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Default)]
 pub struct AdminCreateCard {
+    pub conversation_id: ConversationId,
     #[serde(flatten)]
-    pub card: CreateCard,
+    pub task: AssignTask,
     #[serde(default)]
     pub creator_id: Option<UserId>,
 }

@@ -161,6 +161,11 @@ impl Home {
     pub fn logs_dir(&self) -> PathBuf {
         self.dir().join("logs")
     }
+    /// One directory per worker (`workers/<card>/`: its record, scratch
+    /// HOME, working directory, prompt and log).
+    pub fn workers_dir(&self) -> PathBuf {
+        self.dir().join("workers")
+    }
 
     /// Load `config.json`.
     pub fn load_config(&self) -> Result<HomeConfig, HomeError> {

@@ -179,7 +179,7 @@ pub(crate) fn notify_assignee(app: &App, card: &hoop_api::types::Card, creator: 
         app.hub.push(
             &[a],
             &WsEvent::TaskRecheck {
-                conversation_id: card.conversation_id,
+                conversation_id: Some(card.conversation_id),
             },
         );
     }

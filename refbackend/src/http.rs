@@ -11,9 +11,7 @@ use axum::routing::{get, post};
 use hoop_api::admin::AdminCreateCard;
 use hoop_api::routes as r;
 use hoop_api::types::{
-    CardProgress, CardStatus, CreateCard, FinishCard, HeartbeatRequest, HeartbeatResponse,
-    LoginRequest, LoginResponse, Message, MessageKind, RedeemRequest, RegisterWindow,
-    ReinforceApply, ReinforceKey, SendImage, SendMessage, UsageReport, User, WsEvent, codes,
+    AssignTask, CardProgress, CardStatus, CreateCard, FinishCard, FinishTask, HeartbeatRequest, HeartbeatResponse, LoginRequest, LoginResponse, Message, MessageKind, RedeemRequest, RegisterWindow, ReinforceApply, ReinforceKey, SendImage, SendMessage, TaskProgress, UsageReport, User, WsEvent, codes,
 };
 use hoop_core::limits;
 use serde::Deserialize;
@@ -21,7 +19,7 @@ use subtle::ConstantTimeEq;
 
 use crate::App;
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{Caller, Id, JsonBody, OptJson, Q, StrId};
+use crate::extract::{Caller, Id, JsonBody, OptJson, Q, StrId, TaskPath};
 use crate::jwt::{self, Claims};
 use crate::store::{self, CardFilter, Store};
 
@@ -45,12 +43,12 @@ pub fn router(app: Arc<App>) -> Router {
         .route(r::HEARTBEAT, post(heartbeat))
         .route(r::PRESENCE, get(presence))
         .route(r::USAGE, post(usage))
-        .route(r::CARDS, get(list_cards).post(create_card))
-        .route(r::CARD, get(get_card))
-        .route(r::CARD_CLAIM, post(claim))
-        .route(r::CARD_PROGRESS, post(progress))
-        .route(r::CARD_LEASE, post(lease))
-        .route(r::CARD_FINISH, post(finish))
+        .route(r::TASKS, get(list_cards))
+        .route(r::WORKROOM_TASKS, post(create_card))
+        .route(r::WORKROOM_TASK, get(get_card))
+        .route(r::WORKROOM_TASK_PROGRESS, post(progress))
+        .route(r::WORKROOM_TASK_LEASE, post(lease))
+        .route(r::WORKROOM_TASK_FINISH, post(finish))
         .route(r::WINDOWS, get(list_windows).post(register_window))
         .route(r::WINDOW_SYNC, post(sync_window))
         .route(r::WINDOW_REVOKE, post(revoke_window))
@@ -280,6 +278,7 @@ struct CardQuery {
     status: Option<CardStatus>,
     parent_id: Option<i64>,
     conversation_id: Option<i64>,
+    id: Option<i64>,
 }
 
 async fn list_cards(State(app): S, Caller(u): Caller, Q(q): Q<CardQuery>) -> ApiResult<Response> {
@@ -297,6 +296,7 @@ async fn list_cards(State(app): S, Caller(u): Caller, Q(q): Q<CardQuery>) -> Api
         status: q.status,
         parent_id: q.parent_id,
         conversation_id: q.conversation_id,
+        id: q.id,
     };
     Ok(axum::Json(app.store().list_cards(u.id, &f)?).into_response())
 }
@@ -304,10 +304,12 @@ async fn list_cards(State(app): S, Caller(u): Caller, Q(q): Q<CardQuery>) -> Api
 async fn create_card(
     State(app): S,
     Caller(u): Caller,
-    JsonBody(card): JsonBody<CreateCard>,
+    p: TaskPath,
+    JsonBody(task): JsonBody<AssignTask>,
 ) -> ApiResult<Response> {
     let req = AdminCreateCard {
-        card,
+        conversation_id: p.cid,
+        task,
         creator_id: None,
     };
     let card = app.store().create_card(app.clock.now(), Some(u.id), &req)?;
@@ -315,34 +317,36 @@ async fn create_card(
     Ok((StatusCode::CREATED, axum::Json(card)).into_response())
 }
 
-async fn get_card(State(app): S, Caller(u): Caller, Id(id): Id) -> ApiResult<Response> {
-    Ok(axum::Json(app.store().card(u.id, id)?).into_response())
-}
-
-async fn claim(State(app): S, Caller(u): Caller, Id(id): Id) -> ApiResult<Response> {
-    Ok(axum::Json(app.store().claim(app.clock.now(), u.id, id)?).into_response())
+async fn get_card(State(app): S, Caller(u): Caller, p: TaskPath) -> ApiResult<Response> {
+    Ok(axum::Json(app.store().card_in(u.id, p.cid, p.card()?)?).into_response())
 }
 
 async fn progress(
     State(app): S,
     Caller(u): Caller,
-    Id(id): Id,
-    OptJson(req): OptJson<CardProgress>,
+    p: TaskPath,
+    JsonBody(req): JsonBody<TaskProgress>,
 ) -> ApiResult<Response> {
-    Ok(axum::Json(app.store().progress(app.clock.now(), u.id, id, &req)?).into_response())
+    let card = app
+        .store()
+        .progress(app.clock.now(), u.id, p.cid, p.card()?, &req)?;
+    Ok(axum::Json(card).into_response())
 }
 
-async fn lease(State(app): S, Caller(u): Caller, Id(id): Id) -> ApiResult<Response> {
-    Ok(axum::Json(app.store().renew(app.clock.now(), u.id, id)?).into_response())
+async fn lease(State(app): S, Caller(u): Caller, p: TaskPath) -> ApiResult<Response> {
+    Ok(axum::Json(app.store().renew(app.clock.now(), u.id, p.cid, p.card()?)?).into_response())
 }
 
 async fn finish(
     State(app): S,
     Caller(u): Caller,
-    Id(id): Id,
-    JsonBody(req): JsonBody<FinishCard>,
+    p: TaskPath,
+    JsonBody(req): JsonBody<FinishTask>,
 ) -> ApiResult<Response> {
-    Ok(axum::Json(app.store().finish(app.clock.now(), u.id, id, &req)?).into_response())
+    let answer = app
+        .store()
+        .finish(app.clock.now(), u.id, p.cid, p.card()?, &req)?;
+    Ok(axum::Json(answer).into_response())
 }
 
 // ---------------------------------------------------------------- windows

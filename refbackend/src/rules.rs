@@ -75,23 +75,36 @@ pub enum Refusal {
     ErrorRequired,
     /// Lease on a card that is not working (404 `not_working`).
     NotWorking,
+    /// Claim of a card that is not queued (409 `not_claimable`, production:
+    /// the claim's `WHERE status = 'queued'`, seed 002 L19 step 5, L83).
+    NotClaimable,
 }
 
 /// `queued → working`.
 pub fn claim(from: CardStatus) -> Result<CardStatus, Refusal> {
     match from {
         CardStatus::Queued => Ok(CardStatus::Working),
-        _ => Err(Refusal::InvalidTransition),
+        _ => Err(Refusal::NotClaimable),
     }
 }
 
+/// What a finish does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Finish {
+    /// The card moves to this status (and its live descendants are
+    /// cancelled).
+    Move(CardStatus),
+    /// The card was already finished: nothing changes, the answer is 200
+    /// `{"updated":false}` (production, seed 002 L19 step 7).
+    Unchanged,
+}
+
 /// `working → done | failed`, `queued | working → cancelled`; `failed`
-/// needs a non-blank error.
-pub fn finish(
-    from: CardStatus,
-    to: CardStatus,
-    error: Option<&str>,
-) -> Result<CardStatus, Refusal> {
+/// needs a non-blank error; a finished card stays as it is.
+pub fn finish(from: CardStatus, to: CardStatus, error: Option<&str>) -> Result<Finish, Refusal> {
+    if !from.is_live() && !to.is_live() {
+        return Ok(Finish::Unchanged);
+    }
     let allowed = match to {
         CardStatus::Done | CardStatus::Failed => from == CardStatus::Working,
         CardStatus::Cancelled => from.is_live(),
@@ -103,7 +116,7 @@ pub fn finish(
     if to == CardStatus::Failed && error.is_none_or(|e| e.trim().is_empty()) {
         return Err(Refusal::ErrorRequired);
     }
-    Ok(to)
+    Ok(Finish::Move(to))
 }
 
 /// Renew: the only opener of a lease; only a working card has one.
@@ -453,26 +466,35 @@ mod tests {
         CardStatus,
         CardStatus,
         Option<&'static str>,
-        Result<CardStatus, Refusal>,
+        Result<Finish, Refusal>,
     );
 
     #[test]
     fn transitions() {
         assert_eq!(claim(Queued), Ok(Working));
         for s in [Working, Done, Failed, Cancelled] {
-            assert_eq!(claim(s), Err(Refusal::InvalidTransition), "{s:?}");
+            assert_eq!(claim(s), Err(Refusal::NotClaimable), "{s:?}");
         }
+        use Finish::{Move, Unchanged};
         let cases: &[Case] = &[
-            (Working, Done, None, Ok(Done)),
-            (Working, Failed, Some("boom"), Ok(Failed)),
+            (Working, Done, None, Ok(Move(Done))),
+            (Working, Failed, Some("boom"), Ok(Move(Failed))),
             (Working, Failed, None, Err(Refusal::ErrorRequired)),
             (Working, Failed, Some("  "), Err(Refusal::ErrorRequired)),
-            (Working, Cancelled, None, Ok(Cancelled)),
-            (Queued, Cancelled, None, Ok(Cancelled)),
+            (Working, Cancelled, None, Ok(Move(Cancelled))),
+            (Queued, Cancelled, None, Ok(Move(Cancelled))),
             (Queued, Done, None, Err(Refusal::InvalidTransition)),
-            (Done, Cancelled, None, Err(Refusal::InvalidTransition)),
             (Working, Working, None, Err(Refusal::InvalidTransition)),
-            (Failed, Failed, Some("x"), Err(Refusal::InvalidTransition)),
+            (Queued, Working, None, Err(Refusal::InvalidTransition)),
+            // A finished card is never an error to finish again.
+            (Done, Cancelled, None, Ok(Unchanged)),
+            (Done, Done, None, Ok(Unchanged)),
+            (Failed, Failed, Some("x"), Ok(Unchanged)),
+            (Failed, Failed, None, Ok(Unchanged)),
+            (Cancelled, Done, None, Ok(Unchanged)),
+            // …but it cannot be brought back.
+            (Done, Working, None, Err(Refusal::InvalidTransition)),
+            (Cancelled, Queued, None, Err(Refusal::InvalidTransition)),
         ];
         for (from, to, err, want) in cases {
             assert_eq!(finish(*from, *to, *err), *want, "{from:?}->{to:?}");

@@ -14,11 +14,9 @@ use hoop_api::admin::{
     FaultPoint, ProvisionKind, UserState,
 };
 use hoop_api::types::{
-    Card, CardId, CardProgress, CardStatus, Conversation, ConversationId, FinishCard,
+    Card, CardId, CardStatus, Conversation, ConversationId, FinishAnswer, FinishTask,
     LeaseResponse, Member, Mention, Message, MessageId, MessageKind, MessagePage, Presence,
-    RedeemRequest, RedeemResponse, RegisterWindow, RegisteredWindow, ReinforceApplication,
-    ReinforceApply, RevokedKeys, SendMessage, UsageReport, User, UserId, WindowInfo, WindowSync,
-    codes,
+    RedeemRequest, RedeemResponse, RegisterWindow, RegisteredWindow, ReinforceApplication, ReinforceApply, RevokedKeys, SendMessage, TaskProgress, UsageReport, User, UserId, WindowInfo, WindowSync, codes,
 };
 use hoop_core::gates::{self, GateError};
 use hoop_core::limits;
@@ -131,7 +129,10 @@ CREATE TABLE IF NOT EXISTS cards (
     start_tokens_out INTEGER,
     end_tokens_in INTEGER,
     end_tokens_cached_in INTEGER,
-    end_tokens_out INTEGER
+    end_tokens_out INTEGER,
+    message_id INTEGER,
+    result TEXT,
+    result_message_id INTEGER
 );
 CREATE INDEX IF NOT EXISTS cards_by_parent ON cards (parent_id);
 CREATE TABLE IF NOT EXISTS card_notes (
@@ -176,6 +177,14 @@ const CARD_SNAPSHOT_COLUMNS: [&str; 6] = [
     "end_tokens_out",
 ];
 
+/// Columns added to `cards` for production's assign and finish arguments
+/// (`message_id`, `result`, `result_message_id`), with their types.
+const CARD_TASK_COLUMNS: [(&str, &str); 3] = [
+    ("message_id", "INTEGER"),
+    ("result", "TEXT"),
+    ("result_message_id", "INTEGER"),
+];
+
 /// Columns added to `mcp_keys` after its first version; an older key with
 /// no `expires_at` lives the default span from its `created_at`.
 const MCP_KEY_COLUMNS: [&str; 2] = ["expires_at", "revoked_at"];
@@ -205,6 +214,11 @@ fn migrate(conn: &Connection) -> rusqlite::Result<()> {
     for col in CARD_SNAPSHOT_COLUMNS {
         if !have.iter().any(|h| h == col) {
             conn.execute_batch(&format!("ALTER TABLE cards ADD COLUMN {col} INTEGER"))?;
+        }
+    }
+    for (col, ty) in CARD_TASK_COLUMNS {
+        if !have.iter().any(|h| h == col) {
+            conn.execute_batch(&format!("ALTER TABLE cards ADD COLUMN {col} {ty}"))?;
         }
     }
     let mut st = conn.prepare("SELECT name FROM pragma_table_info('mcp_keys')")?;
@@ -399,6 +413,9 @@ fn refusal(r: Refusal, what: &str) -> ApiError {
             codes::NOT_WORKING,
             "the card is not working: there is no lease to renew",
         ),
+        Refusal::NotClaimable => {
+            ApiError::conflict(codes::NOT_CLAIMABLE, "only a queued card can be claimed")
+        }
     }
 }
 
@@ -452,16 +469,19 @@ fn message_row(r: &Row<'_>) -> rusqlite::Result<Message> {
     })
 }
 
-/// A card with its usage snapshots: the one taken at its start (claim) and,
+/// A card with its usage snapshots (a card from a database written before
+/// cards lived under workrooms has no room: it reads as room 0, under which
+/// its owner can still finish it): the one taken at its start (claim) and,
 /// for a finished card, the one taken at its end; a working card's end is its
 /// assignee's totals now. The cost is computed by [`rules::card_cost`].
 const CARD_SELECT: &str = "SELECT c.id, c.title, c.status, c.assignee_id, c.parent_id, \
-     c.conversation_id, c.error, c.lease_expires_at, \
+     COALESCE(c.conversation_id, 0), c.error, c.lease_expires_at, \
      c.start_tokens_in, c.start_tokens_cached_in, c.start_tokens_out, \
      c.created_at, c.updated_at, c.creator_id, \
      COALESCE(c.end_tokens_in, CASE WHEN c.status = 'working' THEN u.tokens_in END), \
      COALESCE(c.end_tokens_cached_in, CASE WHEN c.status = 'working' THEN u.tokens_cached_in END), \
-     COALESCE(c.end_tokens_out, CASE WHEN c.status = 'working' THEN u.tokens_out END) \
+     COALESCE(c.end_tokens_out, CASE WHEN c.status = 'working' THEN u.tokens_out END), \
+     c.message_id, c.result, c.result_message_id \
      FROM cards c LEFT JOIN agent_usage u ON u.user_id = c.assignee_id";
 
 /// A card plus who created it (for permission checks).
@@ -483,7 +503,10 @@ fn card_row(r: &Row<'_>) -> rusqlite::Result<CardRow> {
             assignee_id: r.get(3)?,
             parent_id: r.get(4)?,
             conversation_id: r.get(5)?,
+            message_id: r.get(17)?,
             error: r.get(6)?,
+            result: r.get(18)?,
+            result_message_id: r.get(19)?,
             lease_expires_at: r.get(7)?,
             tokens_in: cost(8, 14)?,
             tokens_cached_in: cost(9, 15)?,
@@ -502,6 +525,7 @@ pub struct CardFilter {
     pub status: Option<CardStatus>,
     pub parent_id: Option<CardId>,
     pub conversation_id: Option<ConversationId>,
+    pub id: Option<CardId>,
 }
 
 pub struct Store {
@@ -609,6 +633,42 @@ fn load_card(c: &Connection, id: CardId) -> ApiResult<CardRow> {
         .ok_or_else(|| ApiError::not_found(format!("no card {id}")))
 }
 
+/// A card of room `cid`: one of another room is "no card" (404).
+fn load_card_in(c: &Connection, cid: ConversationId, id: CardId) -> ApiResult<CardRow> {
+    let row = load_card(c, id)?;
+    if row.card.conversation_id != cid {
+        return Err(ApiError::not_found(format!("no card {id} in room {cid}")));
+    }
+    Ok(row)
+}
+
+/// `id`, when given, must be a message of room `cid` (production checks the
+/// assign's `message_id` so); one of another room or none at all get the
+/// same answer.
+fn require_room_message(
+    c: &Connection,
+    cid: ConversationId,
+    id: Option<MessageId>,
+    field: &str,
+) -> ApiResult<()> {
+    let Some(id) = id else { return Ok(()) };
+    let found = c
+        .query_row(
+            "SELECT 1 FROM messages WHERE id = ?1 AND conversation_id = ?2",
+            [id, cid],
+            |_| Ok(()),
+        )
+        .optional()?
+        .is_some();
+    if found {
+        Ok(())
+    } else {
+        Err(ApiError::bad_request(format!(
+            "{field} {id} is not a message of room {cid}"
+        )))
+    }
+}
+
 /// Only the assignee or the creator acts on a card (`action` says how, for
 /// the refusal's text).
 fn require_actor(row: &CardRow, caller: UserId, action: &str) -> ApiResult<()> {
@@ -631,19 +691,11 @@ fn require_agent(c: &Connection, user: UserId, what: &str) -> ApiResult<()> {
     }
 }
 
-/// A card's assignee must be an agent member of the card's room (an agent,
-/// when the card has no room). Every failure gets the same answer, so a
+/// A card's assignee must be an agent member of the card's room. Every failure gets the same answer, so a
 /// refusal does not tell who is in a room (production merges them too).
-fn require_assignable(
-    c: &Connection,
-    assignee: UserId,
-    conv: Option<ConversationId>,
-) -> ApiResult<()> {
+fn require_assignable(c: &Connection, assignee: UserId, conv: ConversationId) -> ApiResult<()> {
     let agent = load_user(c, assignee)?.is_some_and(|u| u.is_agent);
-    let in_room = match conv {
-        Some(conv) => is_member(c, conv, assignee)?,
-        None => true,
-    };
+    let in_room = is_member(c, conv, assignee)?;
     if agent && in_room {
         Ok(())
     } else {
@@ -1434,13 +1486,15 @@ impl Store {
 
     // ------------------------------------------------------------ cards
 
+    /// Assign a card in room `req.conversation_id` (one transaction).
+    /// `creator` is the calling user; `None` is the operator.
     pub fn create_card(
         &mut self,
         now: i64,
         creator: Option<UserId>,
         req: &AdminCreateCard,
     ) -> ApiResult<Card> {
-        let c = &req.card;
+        let (conv, c) = (req.conversation_id, &req.task);
         if c.title.trim().is_empty() {
             return Err(ApiError::bad_request("a card needs a title"));
         }
@@ -1450,24 +1504,29 @@ impl Store {
         {
             return Err(ApiError::not_found(format!("no user {a}")));
         }
-        if let Some(conv) = c.conversation_id
-            && !conversation_exists(&tx, conv)?
-        {
+        if !conversation_exists(&tx, conv)? {
             return Err(ApiError::not_found(format!("no conversation {conv}")));
         }
-        // A user creates cards only in rooms they are in; the operator
+        // A user assigns cards only in rooms they are in; the operator
         // (`creator` None) anywhere. Nobody assigns to a human or outside
         // the card's room.
-        if let (Some(caller), Some(conv)) = (creator, c.conversation_id) {
+        if let Some(caller) = creator {
             require_member(&tx, conv, caller)?;
         }
         if let Some(a) = c.assignee_id {
-            require_assignable(&tx, a, c.conversation_id)?;
+            require_assignable(&tx, a, conv)?;
         }
+        require_room_message(&tx, conv, c.message_id, "message_id")?;
         if let Some(parent) = c.parent_id {
             let p = load_card(&tx, parent)?;
             if let Some(caller) = creator {
                 require_actor(&p, caller, "add sub-cards to it")?;
+            }
+            if p.card.conversation_id != conv {
+                return Err(ApiError::bad_request(format!(
+                    "card {parent} lives in room {}; its sub-cards live there too",
+                    p.card.conversation_id
+                )));
             }
             if !p.card.status.is_live() {
                 return Err(ApiError::conflict(
@@ -1495,8 +1554,17 @@ impl Store {
         let creator = creator.or(req.creator_id);
         tx.execute(
             "INSERT INTO cards (title, status, assignee_id, creator_id, parent_id, \
-             conversation_id, created_at, updated_at) VALUES (?1, 'queued', ?2, ?3, ?4, ?5, ?6, ?6)",
-            params![c.title, c.assignee_id, creator, c.parent_id, c.conversation_id, now],
+             conversation_id, message_id, created_at, updated_at) \
+             VALUES (?1, 'queued', ?2, ?3, ?4, ?5, ?6, ?7, ?7)",
+            params![
+                c.title,
+                c.assignee_id,
+                creator,
+                c.parent_id,
+                conv,
+                c.message_id,
+                now
+            ],
         )?;
         let id = tx.last_insert_rowid();
         let card = load_card(&tx, id)?.card;
@@ -1511,7 +1579,8 @@ impl Store {
              AND (:assignee IS NULL OR c.assignee_id = :assignee) \
              AND (:status IS NULL OR c.status = :status) \
              AND (:parent IS NULL OR c.parent_id = :parent) \
-             AND (:conv IS NULL OR c.conversation_id = :conv) ORDER BY c.id DESC"
+             AND (:conv IS NULL OR c.conversation_id = :conv) \
+             AND (:id IS NULL OR c.id = :id) ORDER BY c.id DESC"
         ))?;
         let v = st
             .query_map(
@@ -1521,6 +1590,7 @@ impl Store {
                     ":status": f.status.map(status_str),
                     ":parent": f.parent_id,
                     ":conv": f.conversation_id,
+                    ":id": f.id,
                 },
                 |r| card_row(r).map(|c| c.card),
             )?
@@ -1533,11 +1603,26 @@ impl Store {
         Ok(load_visible_card(&self.conn, id, viewer)?.card)
     }
 
+    /// One card of room `cid`, if `viewer` may see it (else 404).
+    pub fn card_in(&self, viewer: UserId, cid: ConversationId, id: CardId) -> ApiResult<Card> {
+        let card = load_visible_card(&self.conn, id, viewer)?.card;
+        if card.conversation_id != cid {
+            return Err(ApiError::not_found(format!("no card {id} in room {cid}")));
+        }
+        Ok(card)
+    }
+
     /// queued → working. Never opens a lease. One top-level working card
     /// per agent; an unassigned card is assigned to the claimer.
-    pub fn claim(&mut self, now: i64, caller: UserId, id: CardId) -> ApiResult<Card> {
+    pub fn claim(
+        &mut self,
+        now: i64,
+        caller: UserId,
+        cid: ConversationId,
+        id: CardId,
+    ) -> ApiResult<Card> {
         let tx = self.conn.transaction()?;
-        let row = load_card(&tx, id)?;
+        let row = load_card_in(&tx, cid, id)?;
         require_agent(&tx, caller, "work cards")?;
         if row.card.assignee_id.is_some() {
             require_actor(&row, caller, "change it")?;
@@ -1577,16 +1662,27 @@ impl Store {
         Ok(card)
     }
 
-    /// A progress note; extends an existing lease, never opens one.
+    /// `…/progress`: `{"claim":true}` claims; otherwise a progress line,
+    /// which extends an existing lease (never opens one) and, from an
+    /// agent, counts as a heartbeat.
     pub fn progress(
         &mut self,
         now: i64,
         caller: UserId,
+        cid: ConversationId,
         id: CardId,
-        req: &CardProgress,
+        req: &TaskProgress,
     ) -> ApiResult<Card> {
+        if req.claim {
+            return self.claim(now, caller, cid, id);
+        }
+        let Some(line) = req.line.as_deref().filter(|l| !l.trim().is_empty()) else {
+            return Err(ApiError::bad_request(
+                "progress takes {\"claim\":true} or a non-empty line",
+            ));
+        };
         let tx = self.conn.transaction()?;
-        let row = load_card(&tx, id)?;
+        let row = load_card_in(&tx, cid, id)?;
         require_actor(&row, caller, "change it")?;
         if row.card.status != CardStatus::Working {
             return Err(ApiError::conflict(
@@ -1601,11 +1697,15 @@ impl Store {
         );
         tx.execute(
             "INSERT INTO card_notes (card_id, author_id, note, created_at) VALUES (?1, ?2, ?3, ?4)",
-            params![id, caller, req.note, now],
+            params![id, caller, line, now],
         )?;
         tx.execute(
             "UPDATE cards SET lease_expires_at = ?1, updated_at = ?2 WHERE id = ?3",
             params![lease, now, id],
+        )?;
+        tx.execute(
+            "UPDATE users SET last_beat_at = ?1 WHERE id = ?2 AND is_agent = 1",
+            [now, caller],
         )?;
         let card = load_card(&tx, id)?.card;
         tx.commit()?;
@@ -1613,9 +1713,15 @@ impl Store {
     }
 
     /// Renew: the only opener of a lease. A card that is not working → 404.
-    pub fn renew(&mut self, now: i64, caller: UserId, id: CardId) -> ApiResult<LeaseResponse> {
+    pub fn renew(
+        &mut self,
+        now: i64,
+        caller: UserId,
+        cid: ConversationId,
+        id: CardId,
+    ) -> ApiResult<LeaseResponse> {
         let tx = self.conn.transaction()?;
-        let row = load_card(&tx, id)?;
+        let row = load_card_in(&tx, cid, id)?;
         require_actor(&row, caller, "change it")?;
         let until = rules::renew(
             row.card.status,
@@ -1635,19 +1741,31 @@ impl Store {
     }
 
     /// Finish a card and, in the same transaction, cancel every live
-    /// descendant.
+    /// descendant. A card already finished answers `updated: false` and
+    /// changes nothing.
     pub fn finish(
         &mut self,
         now: i64,
         caller: UserId,
+        cid: ConversationId,
         id: CardId,
-        req: &FinishCard,
-    ) -> ApiResult<Card> {
+        req: &FinishTask,
+    ) -> ApiResult<FinishAnswer> {
         let tx = self.conn.transaction()?;
-        let row = load_card(&tx, id)?;
+        let row = load_card_in(&tx, cid, id)?;
         require_actor(&row, caller, "change it")?;
-        let to = rules::finish(row.card.status, req.status, req.error.as_deref())
-            .map_err(|r| refusal(r, "this finish"))?;
+        let to = match rules::finish(row.card.status, req.status, req.error.as_deref())
+            .map_err(|r| refusal(r, "this finish"))?
+        {
+            rules::Finish::Move(to) => to,
+            rules::Finish::Unchanged => {
+                return Ok(FinishAnswer {
+                    updated: false,
+                    task: None,
+                });
+            }
+        };
+        require_room_message(&tx, cid, req.result_message_id, "result_message_id")?;
         let error = if to == CardStatus::Failed {
             req.error.clone()
         } else {
@@ -1655,10 +1773,17 @@ impl Store {
         };
         tx.execute(
             &format!(
-                "UPDATE cards SET {END_SNAPSHOT}, status = ?1, error = ?2, \
-                 lease_expires_at = NULL, updated_at = ?3 WHERE id = ?4"
+                "UPDATE cards SET {END_SNAPSHOT}, status = ?1, error = ?2, result = ?3, \
+                 result_message_id = ?4, lease_expires_at = NULL, updated_at = ?5 WHERE id = ?6"
             ),
-            params![status_str(to), error, now, id],
+            params![
+                status_str(to),
+                error,
+                req.result,
+                req.result_message_id,
+                now,
+                id
+            ],
         )?;
         tx.execute(
             &format!(
@@ -1673,7 +1798,10 @@ impl Store {
         )?;
         let card = load_card(&tx, id)?.card;
         tx.commit()?;
-        Ok(card)
+        Ok(FinishAnswer {
+            updated: true,
+            task: Some(card),
+        })
     }
 
     // ------------------------------------------------------------ windows

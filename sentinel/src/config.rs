@@ -27,7 +27,9 @@ use hoop_core::limits;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::constants::{HEARTBEAT_RETRY, NEW_ROOM_BACKLOG, REAPER_TICK, SENTINEL_CONFIG_FILE};
+use crate::constants::{
+    HEARTBEAT_RETRY, NEW_ROOM_BACKLOG, REAPER_TICK, SENTINEL_CONFIG_FILE, WORKER_POLL,
+};
 
 #[derive(Debug, Error)]
 pub enum ConfigError {
@@ -102,6 +104,8 @@ pub struct TimingsFile {
     /// long to watch a run of failures).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub heartbeat_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker_poll_ms: Option<u64>,
 }
 
 /// The daemon's clocks, resolved.
@@ -119,6 +123,8 @@ pub struct Timings {
     pub heartbeat_retry: Duration,
     /// `None`: follow the backend's `next_beat_sec` (with the floor).
     pub heartbeat_every: Option<Duration>,
+    /// How often the renewer looks at live workers' cards.
+    pub worker_poll: Duration,
 }
 
 impl Default for Timings {
@@ -134,6 +140,7 @@ impl Default for Timings {
             reaper_tick: REAPER_TICK,
             heartbeat_retry: HEARTBEAT_RETRY,
             heartbeat_every: None,
+            worker_poll: WORKER_POLL,
         }
     }
 }
@@ -156,6 +163,7 @@ impl Timings {
             reaper_tick: f.reaper_tick_ms.map_or(d.reaper_tick, ms),
             heartbeat_retry: f.heartbeat_retry_ms.map_or(d.heartbeat_retry, ms),
             heartbeat_every: f.heartbeat_ms.map(ms),
+            worker_poll: f.worker_poll_ms.map_or(d.worker_poll, ms),
         }
     }
 }

@@ -263,7 +263,12 @@ where
             home.name.clone(),
         ));
     }
-    set.spawn(tasks::lease::run(client.clone(), current_card));
+    set.spawn(tasks::lease::run(
+        client.clone(),
+        current_card,
+        home.clone(),
+        cfg.timings.worker_poll,
+    ));
     {
         let (agent, turn_lock) = (agent.clone(), home.turn_lock_path());
         let (limit, tick) = (cfg.idle_reap, cfg.timings.reaper_tick);

@@ -22,3 +22,4 @@ pub mod state;
 pub mod switches;
 pub mod tasks;
 pub mod usage;
+pub mod worker;

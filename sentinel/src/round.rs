@@ -417,8 +417,8 @@ pub(crate) async fn working_card(ctx: &RoundCtx) -> Option<hoop_api::types::Card
     match ctx
         .client
         .cards(&hoop_api::rest::CardFilter {
-            assignee: Some("me".into()),
             status: Some(hoop_api::types::CardStatus::Working),
+            ..hoop_api::rest::CardFilter::mine()
         })
         .await
     {
@@ -436,12 +436,12 @@ pub(crate) async fn account_totals(ctx: &RoundCtx) -> Option<hoop_core::transcri
         .iter()
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
-    let Some(dir) = crate::context::config_dir(&env, |k| std::env::var_os(k)) else {
+    let Some(dirs) = crate::usage::account_dirs(&ctx.home, &env) else {
         tracing::warn!("no config dir for the agent; usage not read");
         return None;
     };
     let cache = ctx.home.dir().join(crate::constants::USAGE_CACHE_FILE);
-    match tokio::task::spawn_blocking(move || crate::usage::read_totals(dir, Some(cache))).await {
+    match tokio::task::spawn_blocking(move || crate::usage::read_totals(dirs, Some(cache))).await {
         Ok(Ok(t)) => Some(t),
         Ok(Err(e)) => {
             tracing::warn!(error = %e, "usage totals unreadable");

@@ -22,7 +22,7 @@ use hoop_api::admin::{
     AdminClient, AdminCreateCard, CreateConversation, CreateProvisionKey, CreateUser, FaultPoint,
     PostAs, ProvisionKind, Push, PushEvent,
 };
-use hoop_api::types::{CreateCard, Mention, Message, MessageKind, MessagePage, SendMessage};
+use hoop_api::types::{AssignTask, Mention, Message, MessageKind, MessagePage, SendMessage};
 use hoop_core::fsutil::{WriteOptions, write_atomic};
 
 /// Environment variable naming the backend an operator command talks to.
@@ -306,7 +306,7 @@ pub fn parse_ttl(s: &str) -> Result<i64, String> {
 
 #[derive(clap::Subcommand)]
 pub enum CardCmd {
-    /// Create a queued card.
+    /// Assign a queued card in a room (every card lives in a workroom).
     Add {
         #[command(flatten)]
         conn: Conn,
@@ -317,7 +317,7 @@ pub enum CardCmd {
         #[arg(long)]
         parent: Option<i64>,
         #[arg(long)]
-        room: Option<i64>,
+        room: i64,
     },
 }
 
@@ -647,11 +647,12 @@ async fn operate(cmd: Command) -> anyhow::Result<ExitCode> {
             };
             let card = c
                 .create_card(&AdminCreateCard {
-                    card: CreateCard {
+                    conversation_id: room,
+                    task: AssignTask {
                         title,
                         assignee_id,
                         parent_id: parent,
-                        conversation_id: room,
+                        message_id: None,
                     },
                     creator_id: None,
                 })

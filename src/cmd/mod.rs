@@ -17,6 +17,7 @@ pub mod say;
 pub mod sentinel;
 pub mod status;
 pub mod usage;
+pub mod worker;
 
 /// Exit code for any error that reaches the top.
 pub const EXIT_FAILURE: u8 = 1;

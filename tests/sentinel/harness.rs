@@ -132,11 +132,11 @@ impl World {
         let card = self
             .admin
             .create_card(&hoop_api::admin::AdminCreateCard {
-                card: hoop_api::types::CreateCard {
+                conversation_id: self.room.id,
+                task: hoop_api::types::AssignTask {
                     title: title.into(),
                     assignee_id: Some(self.agent.id),
-                    parent_id: None,
-                    conversation_id: Some(self.room.id),
+                    ..Default::default()
                 },
                 creator_id: Some(self.human.id),
             })
@@ -151,7 +151,10 @@ impl World {
             })
             .await
             .unwrap();
-        self.agent_client.claim_card(card.id).await.unwrap();
+        self.agent_client
+            .claim_task(self.room.id, card.id)
+            .await
+            .unwrap();
         card
     }
 

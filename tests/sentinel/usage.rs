@@ -57,7 +57,7 @@ async fn two_turns_on_one_card_give_it_both_turns_tokens() {
     let after_one = responses(&w);
     assert!(after_one > 0);
     assert_cost(
-        &w.agent_client.card(card.id).await.unwrap(),
+        &w.agent_client.card(w.room.id, card.id).await.unwrap(),
         after_one,
         "after turn 1",
     );
@@ -70,7 +70,7 @@ async fn two_turns_on_one_card_give_it_both_turns_tokens() {
     assert!(after_two > after_one, "turn 2 made no request");
     // Both turns: a per-turn report would leave only turn 2's share.
     assert_cost(
-        &w.agent_client.card(card.id).await.unwrap(),
+        &w.agent_client.card(w.room.id, card.id).await.unwrap(),
         after_two,
         "after turn 2",
     );

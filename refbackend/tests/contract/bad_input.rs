@@ -1,6 +1,6 @@
 use std::sync::Arc;
 
-use hoop_api::routes::{self, fill};
+use hoop_api::routes::{self, fill, fill_task};
 use proptest::prelude::*;
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -149,13 +149,15 @@ fn all_routes(conv: i64, card: i64) -> Vec<(&'static str, String)> {
         ("POST", routes::HEARTBEAT.into()),
         ("GET", routes::PRESENCE.into()),
         ("POST", routes::USAGE.into()),
-        ("GET", routes::CARDS.into()),
-        ("POST", routes::CARDS.into()),
-        ("GET", fill(routes::CARD, card)),
-        ("POST", fill(routes::CARD_CLAIM, card)),
-        ("POST", fill(routes::CARD_PROGRESS, card)),
-        ("POST", fill(routes::CARD_LEASE, card)),
-        ("POST", fill(routes::CARD_FINISH, card)),
+        ("GET", routes::TASKS.into()),
+        ("POST", fill_task(routes::WORKROOM_TASKS, conv, "")),
+        ("GET", fill_task(routes::WORKROOM_TASK, conv, card)),
+        (
+            "POST",
+            fill_task(routes::WORKROOM_TASK_PROGRESS, conv, card),
+        ),
+        ("POST", fill_task(routes::WORKROOM_TASK_LEASE, conv, card)),
+        ("POST", fill_task(routes::WORKROOM_TASK_FINISH, conv, card)),
         ("GET", routes::WINDOWS.into()),
         ("POST", routes::WINDOWS.into()),
         ("POST", fill(routes::WINDOW_SYNC, "w")),
@@ -265,7 +267,7 @@ fn random_bodies_to_every_route_never_break_the_server() {
         let c = srv
             .post(
                 Some(&t),
-                routes::CARDS,
+                &fill_task(routes::WORKROOM_TASKS, room.id, ""),
                 json!({"title": "c", "assignee_id": ann.id}),
             )
             .await;
