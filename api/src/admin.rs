@@ -12,7 +12,8 @@ use thiserror::Error;
 
 use crate::routes::{self, admin as r};
 use crate::types::{
-    AssignTask, Card, Conversation, ConversationId, CreateCard, ErrorBody, Member, Message, MessageId, MessageKind, MessagePage, ReinforceApplication, RevokedKeys, SendMessage, User, UserId,
+    AssignTask, Card, Conversation, ConversationId, ErrorBody, Member, Message, MessageId,
+    MessageKind, MessagePage, ReinforceApplication, RevokedKeys, SendMessage, User, UserId,
 };
 
 // ---------------------------------------------------------------- wire types

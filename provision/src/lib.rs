@@ -10,11 +10,11 @@
 //!   PATH, linger, protected folders).
 //! - `service`: the one door to `launchctl` / `systemctl` / `loginctl`.
 
-pub mod redeem;
 pub mod doctor;
 pub mod install;
 pub mod manifest;
-pub mod service;
-pub mod units;
+pub mod redeem;
 pub mod restart;
+pub mod service;
 pub mod status;
+pub mod units;

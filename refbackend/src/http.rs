@@ -11,7 +11,9 @@ use axum::routing::{get, post};
 use hoop_api::admin::AdminCreateCard;
 use hoop_api::routes as r;
 use hoop_api::types::{
-    AssignTask, CardProgress, CardStatus, CreateCard, FinishCard, FinishTask, HeartbeatRequest, HeartbeatResponse, LoginRequest, LoginResponse, Message, MessageKind, RedeemRequest, RegisterWindow, ReinforceApply, ReinforceKey, SendImage, SendMessage, TaskProgress, UsageReport, User, WsEvent, codes,
+    AssignTask, CardStatus, FinishTask, HeartbeatRequest, HeartbeatResponse, LoginRequest,
+    LoginResponse, Message, MessageKind, RedeemRequest, RegisterWindow, ReinforceApply,
+    ReinforceKey, SendImage, SendMessage, TaskProgress, UsageReport, User, WsEvent, codes,
 };
 use hoop_core::limits;
 use serde::Deserialize;

@@ -16,7 +16,9 @@ use hoop_api::admin::{
 use hoop_api::types::{
     Card, CardId, CardStatus, Conversation, ConversationId, FinishAnswer, FinishTask,
     LeaseResponse, Member, Mention, Message, MessageId, MessageKind, MessagePage, Presence,
-    RedeemRequest, RedeemResponse, RegisterWindow, RegisteredWindow, ReinforceApplication, ReinforceApply, RevokedKeys, SendMessage, TaskProgress, UsageReport, User, UserId, WindowInfo, WindowSync, codes,
+    RedeemRequest, RedeemResponse, RegisterWindow, RegisteredWindow, ReinforceApplication,
+    ReinforceApply, RevokedKeys, SendMessage, TaskProgress, UsageReport, User, UserId, WindowInfo,
+    WindowSync, codes,
 };
 use hoop_core::gates::{self, GateError};
 use hoop_core::limits;
