@@ -1,0 +1,162 @@
+//! `hoop bridge …` as a process: the real binary against the reference
+//! backend over loopback, its stdout read line by line.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use hoop_api::admin::{AdminClient, CreateConversation, CreateUser, PostAs};
+use hoop_api::types::{SendMessage, User};
+
+/// A child killed when the test ends, whatever way it ends.
+struct Reaped(std::process::Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Every wait here is bounded by this.
+const WAIT: Duration = Duration::from_secs(20);
+
+struct Backend {
+    run: hoop_refbackend::Running,
+    admin: AdminClient,
+}
+
+async fn backend() -> Backend {
+    let run = hoop_refbackend::spawn("127.0.0.1:0".parse().unwrap(), Default::default())
+        .await
+        .unwrap();
+    let admin = AdminClient::new(&run.base_url(), &run.admin_token);
+    Backend { run, admin }
+}
+
+async fn user(b: &Backend, name: &str, agent: bool) -> User {
+    b.admin
+        .create_user(&CreateUser {
+            email: format!("{name}@example.test"),
+            username: name.into(),
+            nickname: None,
+            is_agent: agent,
+        })
+        .await
+        .unwrap()
+}
+
+fn watch_cmd(b: &Backend, me: &User, key_file: &std::path::Path, dir: &std::path::Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_hoop"));
+    c.args([
+        "bridge",
+        "watch",
+        "--fallback",
+        "--me",
+        &me.id.to_string(),
+        "--poll-secs",
+        "0.2",
+    ])
+    .arg("--key-file")
+    .arg(key_file)
+    .args(["--url", &format!("{}/mcp", b.run.base_url())])
+    .arg("--state-dir")
+    .arg(dir)
+    .env("HOOP_LOG", "warn")
+    .stdout(Stdio::piped())
+    .stderr(Stdio::null());
+    c
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn watch_prints_the_exact_line_and_never_the_key() {
+    let b = backend().await;
+    let bolt = user(&b, "bolt", true).await;
+    let ann = user(&b, "ann", false).await;
+    let room = b
+        .admin
+        .create_conversation(&CreateConversation {
+            title: "dm".into(),
+            is_workroom: false,
+            member_ids: vec![bolt.id, ann.id],
+        })
+        .await
+        .unwrap();
+    let key = b.admin.mint_mcp_key(bolt.id).await.unwrap().key;
+    let dir = tempfile::tempdir().unwrap();
+    let key_file = dir.path().join("key");
+    std::fs::write(&key_file, &key).unwrap();
+    let mut child = Reaped(watch_cmd(&b, &bolt, &key_file, dir.path()).spawn().unwrap());
+    let stdout = child.0.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for l in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(l);
+        }
+    });
+    // The first round has taken its baseline once the state is written.
+    let state = dir.path().join("state-default.json");
+    let start = Instant::now();
+    while !state.exists() {
+        assert!(start.elapsed() < WAIT, "the watcher never wrote its state");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let m = b
+        .admin
+        .post_as(
+            room.id,
+            &PostAs {
+                sender_id: ann.id,
+                message: SendMessage {
+                    body: "ping".into(),
+                    mentions: vec![],
+                },
+                kind: Default::default(),
+            },
+        )
+        .await
+        .unwrap();
+    // Off the runtime's workers: the backend serves the watcher meanwhile.
+    let line = tokio::task::spawn_blocking(move || rx.recv_timeout(WAIT))
+        .await
+        .unwrap()
+        .expect("a line");
+    drop(child);
+    assert_eq!(
+        line,
+        format!(
+            "🔔 @ann in dm: ping | type=dm conversation_id={} message_id={} sender_id={}",
+            room.id, m.id, ann.id
+        )
+    );
+    assert!(!line.contains(&key));
+    let state_text = std::fs::read_to_string(&state).unwrap();
+    assert!(!state_text.contains(&key), "the key is not in the state");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rejected_key_prints_one_line_and_exits_77() {
+    let b = backend().await;
+    let bolt = user(&b, "bolt", true).await;
+    let key = b
+        .admin
+        .mint_mcp_key_for(bolt.id, Some(60))
+        .await
+        .unwrap()
+        .key;
+    b.admin.advance_clock(200).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let key_file = dir.path().join("key");
+    std::fs::write(&key_file, &key).unwrap();
+    let out = tokio::task::spawn_blocking({
+        let mut c = watch_cmd(&b, &bolt, &key_file, dir.path());
+        move || c.output().unwrap()
+    });
+    let out = tokio::time::timeout(WAIT, out).await.unwrap().unwrap();
+    assert_eq!(out.status.code(), Some(77));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "🔔 key rejected (expired, revoked or account disabled?) | type=notice kind=key_rejected\n"
+    );
+}
