@@ -10,6 +10,7 @@ pub mod mcp;
 pub mod rest;
 pub mod routes;
 pub mod say_seen;
+pub mod send;
 pub mod token;
 pub mod types;
 pub mod ws;
