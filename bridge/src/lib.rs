@@ -9,6 +9,7 @@
 //! dedup memory, atomic save). The shell: `watch` (one round against the
 //! MCP endpoint). Time is injected (`clock`).
 
+pub mod channel;
 pub mod clock;
 pub mod config;
 pub mod constants;

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use hoop_api::types::{ConversationId, RegisterWindow, UserId};
+use hoop_bridge::channel::{Channel, serve_stdio};
 use hoop_bridge::clock::SystemClock;
 use hoop_bridge::config::{self, Allowlist, Endpoint};
 use hoop_bridge::constants::{BRIDGE_POLL, EXIT_KEY_REJECTED};
@@ -23,6 +24,12 @@ pub enum Command {
     /// Print one line per event that concerns this window, until stopped.
     /// Exit 77 when the key is refused.
     Watch(WatchArgs),
+    /// A stdio MCP server for Claude Code's channels: pushes the same events
+    /// as `watch` into the running session (notifications/claude/channel)
+    /// and offers a `reply` tool that sends through `hoop say`'s gates. Start
+    /// the session with `--channels` (a custom server also needs
+    /// `--dangerously-load-development-channels server:<name>`).
+    Channel(WatchArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -68,6 +75,7 @@ pub struct WatchArgs {
 pub fn run(c: Command) -> anyhow::Result<ExitCode> {
     match c {
         Command::Watch(a) => watch(a),
+        Command::Channel(a) => channel(a),
     }
 }
 
@@ -174,8 +182,10 @@ fn print(lines: &[Event]) -> bool {
     out.flush().is_ok()
 }
 
-fn watch(a: WatchArgs) -> anyhow::Result<ExitCode> {
-    let endpoint = endpoint(&a)?;
+/// The watcher's configuration from the command line and the bridge's
+/// directory (created), and that directory.
+fn watch_config(a: &WatchArgs) -> anyhow::Result<(WatchConfig, PathBuf)> {
+    let endpoint = endpoint(a)?;
     let dir = state_dir(a.state_dir.clone())?;
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let allow_path = dir.join("allow.json");
@@ -208,6 +218,20 @@ fn watch(a: WatchArgs) -> anyhow::Result<ExitCode> {
         claims_path: Some(claims_path),
         allowlist,
     };
+    Ok((cfg, dir))
+}
+
+fn channel(a: WatchArgs) -> anyhow::Result<ExitCode> {
+    let (cfg, dir) = watch_config(&a)?;
+    let seen = dir.join(format!("say_seen-{}.json", safe(&a.session)));
+    let poll = Duration::from_secs_f64(a.poll_secs.max(0.01));
+    let ch = Channel::new(cfg, Arc::new(SystemClock::default()), poll, seen)?;
+    super::runtime()?.block_on(serve_stdio(ch))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn watch(a: WatchArgs) -> anyhow::Result<ExitCode> {
+    let (cfg, _) = watch_config(&a)?;
     let poll = Duration::from_secs_f64(a.poll_secs.max(0.01));
     let rt = super::runtime()?;
     rt.block_on(async move {

@@ -160,3 +160,158 @@ async fn a_rejected_key_prints_one_line_and_exits_77() {
         "🔔 key rejected (expired, revoked or account disabled?) | type=notice kind=key_rejected\n"
     );
 }
+
+/// Read stdout lines until one parses as JSON and matches, within [`WAIT`].
+async fn next_json(
+    rx: &std::sync::Arc<std::sync::Mutex<mpsc::Receiver<String>>>,
+    pred: impl Fn(&serde_json::Value) -> bool + Send + 'static,
+) -> serde_json::Value {
+    let rx = rx.clone();
+    tokio::task::spawn_blocking(move || {
+        let rx = rx.lock().unwrap();
+        let end = Instant::now() + WAIT;
+        loop {
+            let left = end.saturating_duration_since(Instant::now());
+            let line = rx.recv_timeout(left).expect("an answer in time");
+            if let Ok(v) = serde_json::from_str::<serde_json::Value>(&line)
+                && pred(&v)
+            {
+                return v;
+            }
+        }
+    })
+    .await
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn channel_speaks_mcp_over_stdio_pushes_events_and_replies_through_the_gates() {
+    use std::io::Write as _;
+    let b = backend().await;
+    let bolt = user(&b, "bolt", true).await;
+    let ann = user(&b, "ann", false).await;
+    let room = b
+        .admin
+        .create_conversation(&CreateConversation {
+            title: "dm".into(),
+            is_workroom: false,
+            member_ids: vec![bolt.id, ann.id],
+        })
+        .await
+        .unwrap();
+    let key = b.admin.mint_mcp_key(bolt.id).await.unwrap().key;
+    let dir = tempfile::tempdir().unwrap();
+    let key_file = dir.path().join("key");
+    std::fs::write(&key_file, &key).unwrap();
+    // The watcher's flags, the channel subcommand.
+    let cmd = watch_cmd(&b, &bolt, &key_file, dir.path());
+    let args: Vec<_> = cmd.get_args().map(|a| a.to_owned()).collect();
+    let mut cmd2 = Command::new(env!("CARGO_BIN_EXE_hoop"));
+    cmd2.args(["bridge", "channel"])
+        .args(&args[2..])
+        .env("HOOP_LOG", "warn")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let mut child = Reaped(cmd2.spawn().unwrap());
+    let mut stdin = child.0.stdin.take().unwrap();
+    let stdout = child.0.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for l in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(l);
+        }
+    });
+    let rx = std::sync::Arc::new(std::sync::Mutex::new(rx));
+    let mut send = |v: serde_json::Value| {
+        writeln!(stdin, "{v}").unwrap();
+        stdin.flush().unwrap();
+    };
+    send(
+        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "test", "version": "0"}}}),
+    );
+    let init = next_json(&rx, |v| v["id"] == 1).await;
+    assert!(
+        init["result"]["capabilities"]["experimental"]["claude/channel"].is_object(),
+        "{init}"
+    );
+    assert!(
+        init["result"]["capabilities"]["tools"].is_object(),
+        "{init}"
+    );
+    send(serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    send(serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
+    let tools = next_json(&rx, |v| v["id"] == 2).await;
+    let names: Vec<&str> = tools["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, vec!["reply"]);
+    // First round = baseline; then a message.
+    let state = dir.path().join("state-default.json");
+    let start = Instant::now();
+    while !state.exists() {
+        assert!(start.elapsed() < WAIT, "the channel never watched");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let m = b
+        .admin
+        .post_as(
+            room.id,
+            &PostAs {
+                sender_id: ann.id,
+                message: SendMessage {
+                    body: "can you check?".into(),
+                    mentions: vec![],
+                },
+                kind: Default::default(),
+            },
+        )
+        .await
+        .unwrap();
+    let n = next_json(&rx, |v| v["method"] == "notifications/claude/channel").await;
+    assert_eq!(
+        n["params"],
+        serde_json::json!({"content": "@ann in dm: can you check?", "meta": {
+            "type": "dm", "conversation_id": room.id.to_string(),
+            "message_id": m.id.to_string(), "sender_id": ann.id.to_string()}})
+    );
+    // The reply goes through the gates: the unread message is shown first,
+    // nothing sent; then the same reply goes out.
+    let reply = |id: i64| {
+        serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+            "name": "reply", "arguments": {"conversation_id": room.id, "text": "on it"}}})
+    };
+    send(reply(3));
+    let r = next_json(&rx, |v| v["id"] == 3).await;
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    let text = r["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.contains(&format!("#{} @ann: can you check?", m.id)),
+        "{text}"
+    );
+    assert!(text.contains("chat_read conversation_id="), "{text}");
+    send(reply(4));
+    let r = next_json(&rx, |v| v["id"] == 4).await;
+    assert_eq!(r["result"]["isError"], false, "{r}");
+    let page = b.admin.read_messages(room.id, 5, None).await.unwrap();
+    let mine: Vec<_> = page
+        .messages
+        .iter()
+        .filter(|x| x.sender_id == bolt.id)
+        .map(|x| x.body.as_str())
+        .collect();
+    assert_eq!(mine, vec!["on it"], "sent exactly once");
+    // Markdown is refused before anything is sent.
+    send(
+        serde_json::json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {
+        "name": "reply", "arguments": {"conversation_id": room.id, "text": "**bold**"}}}),
+    );
+    let r = next_json(&rx, |v| v["id"] == 5).await;
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    drop(child);
+}
