@@ -41,3 +41,5 @@ pub const EXIT_NO_HANDOVER: u8 = 78;
 pub const CODEX_DELIVER_TIMEOUT: Duration = Duration::from_secs(15);
 /// An event delivered but without a receipt for this long → one alert line.
 pub const CODEX_RECEIPT_ALERT: Duration = Duration::from_secs(120);
+/// A handover summary command gets this long (it may ask a model).
+pub const HANDOVER_SUMMARY_TIMEOUT: Duration = Duration::from_secs(300);

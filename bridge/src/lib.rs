@@ -11,6 +11,7 @@
 
 pub mod channel;
 pub mod clock;
+pub mod codex;
 pub mod config;
 pub mod constants;
 pub mod detect;

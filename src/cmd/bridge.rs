@@ -13,8 +13,11 @@ use anyhow::{Context, bail};
 use hoop_api::types::{ConversationId, RegisterWindow, UserId};
 use hoop_bridge::channel::{Channel, serve_stdio};
 use hoop_bridge::clock::SystemClock;
+use hoop_bridge::codex;
 use hoop_bridge::config::{self, Allowlist, Endpoint};
-use hoop_bridge::constants::{BRIDGE_POLL, EXIT_KEY_REJECTED};
+use hoop_bridge::constants::{
+    BRIDGE_POLL, EXIT_KEY_REJECTED, EXIT_NO_HANDOVER, HANDOVER_SUMMARY_TIMEOUT,
+};
 use hoop_bridge::detect::Event;
 use hoop_bridge::watch::{KEY_REJECTED, Stop, WatchConfig, Watcher, pid_alive};
 use hoop_core::fsutil::{WriteOptions, write_atomic, write_json_atomic};
@@ -30,6 +33,37 @@ pub enum Command {
     /// the session with `--channels` (a custom server also needs
     /// `--dangerously-load-development-channels server:<name>`).
     Channel(WatchArgs),
+    /// Acknowledge a Codex event as read: creates its receipt, once (a
+    /// second ack of the same id is refused).
+    Ack {
+        /// The event id (from the delivered message).
+        id: String,
+        #[arg(long)]
+        state_dir: Option<PathBuf>,
+    },
+    /// Switch Codex delivery to another thread, only after a handover
+    /// summary was produced and queued there. Exit 78 when it cannot be:
+    /// the old thread stays, no bare thread is started.
+    Handover(HandoverArgs),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct HandoverArgs {
+    /// The new thread (session UUID or exact session name).
+    #[arg(long)]
+    pub to: String,
+    /// A file holding the handover summary.
+    #[arg(long, conflicts_with = "summary_cmd")]
+    pub summary_file: Option<PathBuf>,
+    /// A command whose standard output is the handover summary (split on
+    /// whitespace, no shell).
+    #[arg(long)]
+    pub summary_cmd: Option<String>,
+    /// The codex command (`{thread}`, `{text}` replaced).
+    #[arg(long, default_value = codex::DEFAULT_COMMAND)]
+    pub codex_cmd: String,
+    #[arg(long)]
+    pub state_dir: Option<PathBuf>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -57,9 +91,18 @@ pub struct WatchArgs {
     /// The window's native session id (one watcher per window).
     #[arg(long, env = "HOOP_WINDOW_SESSION", default_value = "default")]
     pub session: String,
-    /// The window's client.
+    /// The window's client: `claude-code` (lines on stdout) or `codex`
+    /// (each event also handed to the codex command, kept pending until
+    /// acknowledged).
     #[arg(long, default_value = "claude-code")]
     pub client: String,
+    /// Codex: the thread events go to until a handover sets another.
+    #[arg(long)]
+    pub thread: Option<String>,
+    /// Codex: the command that queues a message (`{thread}`, `{text}`
+    /// replaced per argument, no shell).
+    #[arg(long, default_value = codex::DEFAULT_COMMAND)]
+    pub codex_cmd: String,
     /// The bridge's directory (state, installation id, allow.json, claims.json);
     /// default: <hoop root>/bridge.
     #[arg(long)]
@@ -76,10 +119,17 @@ pub fn run(c: Command) -> anyhow::Result<ExitCode> {
     match c {
         Command::Watch(a) => watch(a),
         Command::Channel(a) => channel(a),
+        Command::Ack { id, state_dir } => {
+            let store = codex::Store::new(&state_dir_of(state_dir)?);
+            store.ack(&id)?;
+            println!("receipt written for {id}");
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Handover(a) => handover(a),
     }
 }
 
-fn state_dir(given: Option<PathBuf>) -> anyhow::Result<PathBuf> {
+fn state_dir_of(given: Option<PathBuf>) -> anyhow::Result<PathBuf> {
     match given {
         Some(d) => Ok(d),
         None => Ok(hoop_core::home::root()?.join("bridge")),
@@ -158,6 +208,33 @@ fn machine() -> String {
         .unwrap_or_else(|| "unknown".into())
 }
 
+/// Codex: every event into the pending store first, then one pass of
+/// hand-overs; the alert lines due come back. A store that cannot be
+/// written is logged and the lines still printed.
+async fn deliver(store: &codex::Store, lines: &[Event], a: &WatchArgs) -> Vec<Event> {
+    let now = hoop_core::clock::now_unix();
+    for e in lines {
+        if let Err(err) = store.put(e, now) {
+            tracing::error!(error = %err, "cannot write the codex pending store");
+        }
+    }
+    match store
+        .pump(
+            &a.codex_cmd,
+            a.thread.as_deref(),
+            now,
+            codex::default_timeout(),
+        )
+        .await
+    {
+        Ok(alerts) => alerts,
+        Err(err) => {
+            tracing::error!(error = %err, "codex delivery");
+            vec![]
+        }
+    }
+}
+
 /// File names under `safe`: a session id from the environment never makes
 /// a path outside the bridge directory.
 fn safe(s: &str) -> String {
@@ -186,7 +263,7 @@ fn print(lines: &[Event]) -> bool {
 /// directory (created), and that directory.
 fn watch_config(a: &WatchArgs) -> anyhow::Result<(WatchConfig, PathBuf)> {
     let endpoint = endpoint(a)?;
-    let dir = state_dir(a.state_dir.clone())?;
+    let dir = state_dir_of(a.state_dir.clone())?;
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let allow_path = dir.join("allow.json");
     let allowlist = match std::fs::read_to_string(&allow_path) {
@@ -230,8 +307,42 @@ fn channel(a: WatchArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+fn handover(a: HandoverArgs) -> anyhow::Result<ExitCode> {
+    let store = codex::Store::new(&state_dir_of(a.state_dir.clone())?);
+    let rt = super::runtime()?;
+    let result = rt.block_on(async {
+        let summary = match (&a.summary_file, &a.summary_cmd) {
+            (Some(f), _) => std::fs::read_to_string(f).map_err(|e| format!("{}: {e}", f.display())),
+            (None, Some(c)) => {
+                let argv: Vec<String> = c.split_whitespace().map(str::to_string).collect();
+                codex::summary_from_command(&argv, HANDOVER_SUMMARY_TIMEOUT).await
+            }
+            (None, None) => Err("give --summary-file or --summary-cmd".into()),
+        };
+        codex::handover(
+            &store,
+            &a.codex_cmd,
+            &a.to,
+            summary,
+            codex::default_timeout(),
+        )
+        .await
+    });
+    match result {
+        Ok(()) => {
+            println!("codex events now go to thread {}", a.to);
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            eprintln!("hoop: {e}");
+            Ok(ExitCode::from(EXIT_NO_HANDOVER))
+        }
+    }
+}
+
 fn watch(a: WatchArgs) -> anyhow::Result<ExitCode> {
-    let (cfg, _) = watch_config(&a)?;
+    let (cfg, dir) = watch_config(&a)?;
+    let codex_store = (a.client == "codex").then(|| codex::Store::new(&dir));
     let poll = Duration::from_secs_f64(a.poll_secs.max(0.01));
     let rt = super::runtime()?;
     rt.block_on(async move {
@@ -239,7 +350,10 @@ fn watch(a: WatchArgs) -> anyhow::Result<ExitCode> {
         let mut rounds = 0u64;
         loop {
             match w.round().await {
-                Ok(lines) => {
+                Ok(mut lines) => {
+                    if let Some(store) = &codex_store {
+                        lines.extend(deliver(store, &lines, &a).await);
+                    }
                     if !print(&lines) {
                         // The window's monitor is gone: nobody to ring.
                         return Ok(ExitCode::SUCCESS);

@@ -315,3 +315,67 @@ async fn channel_speaks_mcp_over_stdio_pushes_events_and_replies_through_the_gat
     assert_eq!(r["result"]["isError"], true, "{r}");
     drop(child);
 }
+
+#[test]
+fn handover_without_a_summary_exits_78_and_keeps_the_thread() {
+    let dir = tempfile::tempdir().unwrap();
+    let thread = dir.path().join("codex").join("thread");
+    std::fs::create_dir_all(thread.parent().unwrap()).unwrap();
+    std::fs::write(&thread, "OLD").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_hoop"))
+        .args([
+            "bridge",
+            "handover",
+            "--to",
+            "NEW",
+            "--summary-cmd",
+            "false",
+        ])
+        .arg("--state-dir")
+        .arg(dir.path())
+        .args(["--codex-cmd", "true {thread} {text}"])
+        .env("HOOP_LOG", "warn")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(78), "{out:?}");
+    assert_eq!(std::fs::read_to_string(&thread).unwrap(), "OLD");
+    // With a summary the switch happens.
+    let summary = dir.path().join("summary.txt");
+    std::fs::write(&summary, "we did X").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_hoop"))
+        .args(["bridge", "handover", "--to", "NEW", "--summary-file"])
+        .arg(&summary)
+        .arg("--state-dir")
+        .arg(dir.path())
+        .args(["--codex-cmd", "true {thread} {text}"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(std::fs::read_to_string(&thread).unwrap(), "NEW");
+}
+
+#[test]
+fn a_second_ack_of_the_same_event_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let pending = dir.path().join("codex").join("pending");
+    std::fs::create_dir_all(&pending).unwrap();
+    std::fs::write(
+        pending.join("m5.json"),
+        r#"{"id":"m5","line":"x","created_at":0,"delivered_at":1}"#,
+    )
+    .unwrap();
+    let ack = || {
+        Command::new(env!("CARGO_BIN_EXE_hoop"))
+            .args(["bridge", "ack", "m5", "--state-dir"])
+            .arg(dir.path())
+            .output()
+            .unwrap()
+    };
+    assert_eq!(ack().status.code(), Some(0));
+    let again = ack();
+    assert_eq!(again.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&again.stderr).contains("already acknowledged"),
+        "{again:?}"
+    );
+}
