@@ -5,6 +5,7 @@
 
 pub mod admin;
 pub mod error;
+pub mod events;
 pub mod headers;
 pub mod mcp;
 pub mod rest;

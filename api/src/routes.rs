@@ -49,6 +49,10 @@ pub const WINDOW_SYNC: &str = "/v1/windows/{id}/sync";
 pub const WINDOW_REVOKE: &str = "/v1/windows/{id}/revoke";
 /// Redeem a provisioning key (production fact).
 pub const PROVISION_REDEEM: &str = "/v1/provision-keys/redeem";
+/// The push stream for MCP-key holders: `GET`, Server-Sent Events, one
+/// `data:` line per event of the key's account (the WebSocket's event JSON).
+/// Production has it as a written spec only (seed 002 L9): optional.
+pub const EVENTS: &str = "/v1/events";
 /// The MCP endpoint (production fact): Streamable HTTP, stateless, POST only.
 pub const MCP: &str = "/mcp";
 
@@ -76,6 +80,9 @@ pub mod admin {
     /// Move the server's clock forward (tests: JWT expiry, presence, leases,
     /// rate windows) without waiting.
     pub const CLOCK_ADVANCE: &str = "/v1/admin/clock/advance";
+    /// How many requests the server has answered (benchmarks count the
+    /// calls a client makes).
+    pub const STATS: &str = "/v1/admin/stats";
 }
 
 /// Fill a template's single `{id}` parameter.

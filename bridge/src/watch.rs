@@ -37,6 +37,27 @@ use crate::window::{self, Assignment, Local, SyncOutcome};
 /// The one line printed when the key is refused.
 pub const KEY_REJECTED: &str = "key rejected (expired, revoked or account disabled?)";
 
+/// Which calls a round makes besides the window sync (which runs whenever
+/// 30 s have passed). Polling: `chat_list` every round, `work_tasks` every
+/// 6th, `work_beat` every 12th; push: what the event or the schedule asks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Plan {
+    pub list: bool,
+    pub tasks: bool,
+    pub beat: bool,
+}
+
+impl Plan {
+    /// The polling plan of round `n` (0-based).
+    pub fn polling(n: u64) -> Plan {
+        Plan {
+            list: true,
+            tasks: n.is_multiple_of(TASKS_EVERY_ROUNDS),
+            beat: n.is_multiple_of(BEAT_EVERY_ROUNDS),
+        }
+    }
+}
+
 /// Why the watcher stops for good.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Stop {
@@ -127,6 +148,16 @@ impl Watcher {
     /// The assignment in force (for status output and tests).
     pub fn assignment(&self) -> &Assignment {
         &self.assignment
+    }
+
+    /// The injected clock's now.
+    pub fn now(&self) -> Duration {
+        self.clock.now()
+    }
+
+    /// The endpoint (the push stream connects with the same key).
+    pub fn endpoint(&self) -> &Endpoint {
+        &self.cfg.endpoint
     }
 
     /// What the watcher remembers (baselines, dedup memory, cards).
@@ -267,10 +298,16 @@ impl Watcher {
         }
     }
 
-    /// One round. The events are capped (20 + one overflow line) and the
-    /// state is already written when they are returned.
+    /// One polling round. The events are capped (20 + one overflow line)
+    /// and the state is already written when they are returned.
     pub async fn round(&mut self) -> Result<Vec<Event>, Stop> {
-        let n = self.rounds;
+        self.round_with(Plan::polling(self.rounds)).await
+    }
+
+    /// One round with the calls `plan` asks for (and the window sync when
+    /// due). Same detection whatever the plan: rooms whose list entry
+    /// changed are read, filtered and remembered the same way.
+    pub async fn round_with(&mut self, plan: Plan) -> Result<Vec<Event>, Stop> {
         let now = self.clock.now();
         let mut events = vec![];
         self.refresh_claims();
@@ -281,11 +318,44 @@ impl Watcher {
             self.sync(now).await?;
         }
         self.rounds += 1;
+        if plan.list {
+            self.list_and_read(&mut events).await?;
+        }
+        if plan.tasks {
+            match self
+                .mcp
+                .call::<_, WorkTasks>(t::WORK_TASKS, &WorkTasksArgs::default())
+                .await
+            {
+                Ok(w) => {
+                    events.extend(self.health.ok());
+                    events.extend(self.take_cards(&w));
+                }
+                Err(e) => events.extend(self.failed(e, "work_tasks")?),
+            }
+        }
+        if plan.beat {
+            match self
+                .mcp
+                .call::<_, HeartbeatResponse>(t::WORK_BEAT, &json!({}))
+                .await
+            {
+                Ok(_) => events.extend(self.health.ok()),
+                Err(e) => events.extend(self.failed(e, "work_beat")?),
+            }
+        }
+        self.save();
+        Ok(detect::cap(events))
+    }
+
+    /// `chat_list`, then each changed room read (the first start only takes
+    /// a baseline).
+    async fn list_and_read(&mut self, events: &mut Vec<Event>) -> Result<(), Stop> {
         let list = match self.mcp.call::<_, ChatList>(t::CHAT_LIST, &json!({})).await {
             Ok(l) => l,
             Err(e) => {
                 events.extend(self.failed(e, "chat_list")?);
-                return Ok(events);
+                return Ok(());
             }
         };
         events.extend(self.health.ok());
@@ -294,41 +364,22 @@ impl Watcher {
             for c in &list.conversations {
                 self.state.advance(c.id, c.latest_message_id.unwrap_or(0));
             }
-        } else {
-            for room in detect::changed_rooms(&list.conversations, &self.state.rooms) {
-                let title = list
-                    .conversations
-                    .iter()
-                    .find(|c| c.id == room)
-                    .map(|c| c.title.clone())
-                    .unwrap_or_default();
-                match self.read_room(room, &title).await {
-                    Ok(evs) => events.extend(evs),
-                    Err(e) => events.extend(self.failed(e, "chat_read")?),
-                }
+            self.first_start = false;
+            return Ok(());
+        }
+        for room in detect::changed_rooms(&list.conversations, &self.state.rooms) {
+            let title = list
+                .conversations
+                .iter()
+                .find(|c| c.id == room)
+                .map(|c| c.title.clone())
+                .unwrap_or_default();
+            match self.read_room(room, &title).await {
+                Ok(evs) => events.extend(evs),
+                Err(e) => events.extend(self.failed(e, "chat_read")?),
             }
         }
-        if n.is_multiple_of(TASKS_EVERY_ROUNDS) {
-            match self
-                .mcp
-                .call::<_, WorkTasks>(t::WORK_TASKS, &WorkTasksArgs::default())
-                .await
-            {
-                Ok(w) => events.extend(self.take_cards(&w)),
-                Err(e) => events.extend(self.failed(e, "work_tasks")?),
-            }
-        }
-        if n.is_multiple_of(BEAT_EVERY_ROUNDS)
-            && let Err(e) = self
-                .mcp
-                .call::<_, HeartbeatResponse>(t::WORK_BEAT, &json!({}))
-                .await
-        {
-            events.extend(self.failed(e, "work_beat")?);
-        }
-        self.first_start = false;
-        self.save();
-        Ok(detect::cap(events))
+        Ok(())
     }
 
     /// Read one changed room: remember and advance over every new message,
