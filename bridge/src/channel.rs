@@ -29,6 +29,7 @@ use serde_json::{Value, json};
 
 use crate::clock::Clock;
 use crate::detect::Event;
+use crate::drive::{DriveConfig, drive};
 use crate::watch::{KEY_REJECTED, Stop, WatchConfig, Watcher};
 
 /// The experimental capability Claude Code looks for.
@@ -232,28 +233,36 @@ impl ServerHandler for Channel {
                     return;
                 }
             };
-            loop {
-                let events = match w.round().await {
-                    Ok(ev) => ev,
-                    Err(Stop::KeyRejected) => {
-                        vec![Event::notice("key_rejected", KEY_REJECTED)]
+            let sink_peer = peer.clone();
+            let push = move |events: Vec<Event>| {
+                let peer = sink_peer.clone();
+                async move {
+                    for e in &events {
+                        let n =
+                            CustomNotification::new(CHANNEL_METHOD, Some(notification_params(e)));
+                        if peer
+                            .send_notification(ServerNotification::CustomNotification(n))
+                            .await
+                            .is_err()
+                        {
+                            return false; // the session is gone
+                        }
                     }
-                };
-                let stop = events.iter().any(|e| e.notice == Some("key_rejected"));
-                for e in &events {
-                    let n = CustomNotification::new(CHANNEL_METHOD, Some(notification_params(e)));
-                    if peer
-                        .send_notification(ServerNotification::CustomNotification(n))
-                        .await
-                        .is_err()
-                    {
-                        return; // the session is gone
-                    }
+                    true
                 }
-                if stop {
-                    return;
-                }
-                tokio::time::sleep(poll).await;
+            };
+            let cfg = DriveConfig { push: true, poll };
+            if let Err(Stop::KeyRejected) = drive(&mut w, cfg, push).await {
+                let n = CustomNotification::new(
+                    CHANNEL_METHOD,
+                    Some(notification_params(&Event::notice(
+                        "key_rejected",
+                        KEY_REJECTED,
+                    ))),
+                );
+                let _ = peer
+                    .send_notification(ServerNotification::CustomNotification(n))
+                    .await;
             }
         });
     }

@@ -43,3 +43,16 @@ pub const CODEX_DELIVER_TIMEOUT: Duration = Duration::from_secs(15);
 pub const CODEX_RECEIPT_ALERT: Duration = Duration::from_secs(120);
 /// A handover summary command gets this long (it may ask a model).
 pub const HANDOVER_SUMMARY_TIMEOUT: Duration = Duration::from_secs(300);
+/// With the push stream up, a full round (list and cards) still runs this
+/// often, in case the stream missed something: the stream is the doorbell,
+/// this is the alarm clock. Ten minutes keeps an idle hour at about a fifth
+/// of polling's calls.
+pub const PUSH_SAFETY_ROUND: Duration = Duration::from_secs(10 * 60);
+/// The stream sends a keep-alive every 15 s; silence for this long means it
+/// is dead and is reconnected (with a full round to catch up).
+pub const PUSH_QUIET_LIMIT: Duration = Duration::from_secs(45);
+/// A stream that cannot be opened (other than "not offered") is tried
+/// again after this long; polling runs meanwhile.
+pub const PUSH_RETRY: Duration = Duration::from_secs(60);
+/// Events arriving within this of each other become one round.
+pub const PUSH_COALESCE: Duration = Duration::from_millis(100);

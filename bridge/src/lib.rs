@@ -15,6 +15,7 @@ pub mod codex;
 pub mod config;
 pub mod constants;
 pub mod detect;
+pub mod drive;
 pub mod health;
 pub mod state;
 pub mod watch;

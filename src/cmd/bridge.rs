@@ -19,6 +19,7 @@ use hoop_bridge::constants::{
     BRIDGE_POLL, EXIT_KEY_REJECTED, EXIT_NO_HANDOVER, HANDOVER_SUMMARY_TIMEOUT,
 };
 use hoop_bridge::detect::Event;
+use hoop_bridge::drive::{DriveConfig, drive};
 use hoop_bridge::watch::{KEY_REJECTED, Stop, WatchConfig, Watcher, pid_alive};
 use hoop_core::fsutil::{WriteOptions, write_atomic, write_json_atomic};
 
@@ -107,6 +108,9 @@ pub struct WatchArgs {
     /// default: <hoop root>/bridge.
     #[arg(long)]
     pub state_dir: Option<PathBuf>,
+    /// Poll every 5 s even when the backend offers the event stream.
+    #[arg(long)]
+    pub no_push: bool,
     /// Seconds between rounds.
     #[arg(long, default_value_t = BRIDGE_POLL.as_secs_f64(), hide = true)]
     pub poll_secs: f64,
@@ -211,7 +215,12 @@ fn machine() -> String {
 /// Codex: every event into the pending store first, then one pass of
 /// hand-overs; the alert lines due come back. A store that cannot be
 /// written is logged and the lines still printed.
-async fn deliver(store: &codex::Store, lines: &[Event], a: &WatchArgs) -> Vec<Event> {
+async fn deliver(
+    store: &codex::Store,
+    lines: &[Event],
+    codex_cmd: &str,
+    thread: Option<&str>,
+) -> Vec<Event> {
     let now = hoop_core::clock::now_unix();
     for e in lines {
         if let Err(err) = store.put(e, now) {
@@ -219,12 +228,7 @@ async fn deliver(store: &codex::Store, lines: &[Event], a: &WatchArgs) -> Vec<Ev
         }
     }
     match store
-        .pump(
-            &a.codex_cmd,
-            a.thread.as_deref(),
-            now,
-            codex::default_timeout(),
-        )
+        .pump(codex_cmd, thread, now, codex::default_timeout())
         .await
     {
         Ok(alerts) => alerts,
@@ -347,28 +351,31 @@ fn watch(a: WatchArgs) -> anyhow::Result<ExitCode> {
     let rt = super::runtime()?;
     rt.block_on(async move {
         let mut w = Watcher::new(cfg, Arc::new(SystemClock::default()))?;
-        let mut rounds = 0u64;
-        loop {
-            match w.round().await {
-                Ok(mut lines) => {
-                    if let Some(store) = &codex_store {
-                        lines.extend(deliver(store, &lines, &a).await);
-                    }
-                    if !print(&lines) {
-                        // The window's monitor is gone: nobody to ring.
-                        return Ok(ExitCode::SUCCESS);
-                    }
+        let drive_cfg = DriveConfig {
+            push: !a.no_push,
+            poll,
+        };
+        let rounds = std::cell::Cell::new(0u64);
+        let (codex_cmd, thread, max_rounds) = (a.codex_cmd.clone(), a.thread.clone(), a.max_rounds);
+        let sink = |mut lines: Vec<Event>| {
+            let store = codex_store.clone();
+            let (codex_cmd, thread) = (codex_cmd.clone(), thread.clone());
+            rounds.set(rounds.get() + 1);
+            let n = rounds.get();
+            async move {
+                if let Some(store) = &store {
+                    lines.extend(deliver(store, &lines, &codex_cmd, thread.as_deref()).await);
                 }
-                Err(Stop::KeyRejected) => {
-                    print(&[Event::notice("key_rejected", KEY_REJECTED)]);
-                    return Ok(ExitCode::from(EXIT_KEY_REJECTED));
-                }
+                // The window's monitor gone (stdout closed): nobody to ring.
+                print(&lines) && max_rounds.is_none_or(|m| n < m)
             }
-            rounds += 1;
-            if a.max_rounds.is_some_and(|m| rounds >= m) {
-                return Ok(ExitCode::SUCCESS);
+        };
+        match drive(&mut w, drive_cfg, sink).await {
+            Ok(()) => Ok(ExitCode::SUCCESS),
+            Err(Stop::KeyRejected) => {
+                print(&[Event::notice("key_rejected", KEY_REJECTED)]);
+                Ok(ExitCode::from(EXIT_KEY_REJECTED))
             }
-            tokio::time::sleep(poll).await;
         }
     })
 }

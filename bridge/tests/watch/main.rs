@@ -390,3 +390,120 @@ async fn a_new_card_rings_as_assigned_within_six_rounds() {
         )]
     );
 }
+
+/// Run a watcher under `drive` in the background; its events arrive on the
+/// returned channel.
+fn driven(
+    mut b: hoop_bridge::watch::Watcher,
+    cfg: hoop_bridge::drive::DriveConfig,
+) -> tokio::sync::mpsc::UnboundedReceiver<hoop_bridge::detect::Event> {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        let sink = move |evs: Vec<hoop_bridge::detect::Event>| {
+            let tx = tx.clone();
+            async move { evs.into_iter().all(|e| tx.send(e).is_ok()) }
+        };
+        let _ = hoop_bridge::drive::drive(&mut b, cfg, sink).await;
+    });
+    rx
+}
+
+/// Collect (message id, type) pairs until `n` arrived, within a bound.
+async fn collect(
+    rx: &mut tokio::sync::mpsc::UnboundedReceiver<hoop_bridge::detect::Event>,
+    n: usize,
+) -> Vec<(i64, &'static str)> {
+    let mut got = vec![];
+    let end = tokio::time::Instant::now() + Duration::from_secs(15);
+    while got.len() < n {
+        match tokio::time::timeout_at(end, rx.recv()).await {
+            Ok(Some(e)) => got.extend(rung(std::slice::from_ref(&e))),
+            _ => break,
+        }
+    }
+    got
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn push_and_polling_detect_the_same_events() {
+    let w = World::new().await;
+    let dm = w.room("dm", &[&w.bolt, &w.ann]).await;
+    let two_ai = w.room("two-ai", &[&w.bolt, &w.ann, &w.nova]).await;
+    // Polling window through the proxy; push window straight at the
+    // backend, polling only once a minute: what it sees in time came by
+    // the stream.
+    let mut poller = w.watcher(w.config("poll", &[], true));
+    poller.round().await.unwrap();
+    let mut push_cfg = w.config("push", &[], true);
+    push_cfg.endpoint.base_url = w.run.base_url();
+    let pusher = hoop_bridge::watch::Watcher::new(
+        push_cfg.clone(),
+        std::sync::Arc::new(hoop_bridge::clock::ManualClock::default()),
+    )
+    .unwrap();
+    let mut rx = driven(
+        pusher,
+        hoop_bridge::drive::DriveConfig {
+            push: true,
+            poll: Duration::from_secs(60),
+        },
+    );
+    // The push window's first (catch-up) round has taken its baseline.
+    let start = tokio::time::Instant::now();
+    while !push_cfg.state_path.exists() {
+        assert!(start.elapsed() < Duration::from_secs(10));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let posted = [
+        w.post(&dm, &w.ann, "one").await,
+        w.post(&two_ai, &w.ann, "plain: not for me").await,
+        w.post_m(&two_ai, &w.ann, "for me", vec![Mention::User(w.bolt.id)])
+            .await,
+        w.post(&dm, &w.ann, "two").await,
+    ];
+    let mut by_poll = rung(&w.tick(&mut poller).await);
+    let mut by_push = collect(&mut rx, by_poll.len()).await;
+    by_poll.sort();
+    by_push.sort();
+    assert_eq!(
+        by_poll.len(),
+        3,
+        "{by_poll:?} of {:?}",
+        posted.iter().map(|m| m.id).collect::<Vec<_>>()
+    );
+    assert_eq!(by_push, by_poll, "the same events, each once");
+    // Nothing more comes by push (no double ring).
+    assert!(
+        tokio::time::timeout(Duration::from_millis(500), rx.recv())
+            .await
+            .is_err(),
+        "rung once"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn without_an_event_stream_the_loop_polls() {
+    let w = World::new().await;
+    let dm = w.room("dm", &[&w.bolt, &w.ann]).await;
+    // The proxy serves /mcp only: the stream is "not offered".
+    let cfg = w.config("s1", &[], true);
+    let b = hoop_bridge::watch::Watcher::new(
+        cfg.clone(),
+        std::sync::Arc::new(hoop_bridge::clock::ManualClock::default()),
+    )
+    .unwrap();
+    let mut rx = driven(
+        b,
+        hoop_bridge::drive::DriveConfig {
+            push: true,
+            poll: Duration::from_millis(100),
+        },
+    );
+    let start = tokio::time::Instant::now();
+    while !cfg.state_path.exists() {
+        assert!(start.elapsed() < Duration::from_secs(10));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let m = w.post(&dm, &w.ann, "polled").await;
+    assert_eq!(collect(&mut rx, 1).await, vec![(m.id, "dm")]);
+}
