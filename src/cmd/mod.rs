@@ -3,6 +3,7 @@
 
 pub mod backend;
 pub mod completions;
+pub mod bridge;
 pub mod demo;
 pub mod doctor;
 pub mod guard;
