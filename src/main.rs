@@ -84,6 +84,18 @@ struct GuardCli {
     command: cmd::guard::Command,
 }
 
+/// `hoop hook-status` parsed on its own, for the same reason: it runs on
+/// every lifecycle event of a worker's agent.
+#[derive(Parser)]
+#[command(
+    name = "hoop hook-status",
+    about = "A worker's lifecycle hook → one signal to the sentinel's loopback endpoint"
+)]
+struct HookStatusCli {
+    #[command(flatten)]
+    args: cmd::hook_status::Args,
+}
+
 fn main() -> ExitCode {
     // Hooks first: no runtime, no subscriber, no config beyond their own,
     // and no parser beyond their own.
@@ -91,15 +103,26 @@ fn main() -> ExitCode {
         let args = std::iter::once("hoop guard".into()).chain(std::env::args_os().skip(2));
         return cmd::guard::run(GuardCli::parse_from(args).command);
     }
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|a| a == "hook-status")
+    {
+        let args = std::iter::once("hoop hook-status".into()).chain(std::env::args_os().skip(2));
+        // Even a miswired command line exits 0: exit 2 from a `Stop` hook
+        // would keep the worker's agent from stopping.
+        return match HookStatusCli::try_parse_from(args) {
+            Ok(c) => cmd::hook_status::run(c.args),
+            Err(e) => {
+                let _ = e.print();
+                ExitCode::SUCCESS
+            }
+        };
+    }
     let cli = Cli::parse();
-    let cli = match cli.command {
-        Command::HookStatus(a) => return cmd::hook_status::run(a),
-        command => Cli { command },
-    };
     cmd::init_tracing();
     let result = match cli.command {
         Command::Guard(c) => Ok(cmd::guard::run(c)),
-        Command::HookStatus(_) => unreachable!("dispatched above"),
+        Command::HookStatus(a) => Ok(cmd::hook_status::run(a)),
         Command::Backend(c) => cmd::backend::run(c),
         Command::Sentinel(c) => cmd::sentinel::run(c),
         Command::Bridge(c) => cmd::bridge::run(c),

@@ -333,6 +333,24 @@ async fn the_relay_ignores_unknown_events_and_malformed_payloads_and_exits_0() {
 }
 
 #[test]
+fn a_miswired_hook_command_still_exits_0_and_says_nothing_on_stdout() {
+    for args in [&[][..], &["--confg", "x"][..], &["--config"][..]] {
+        let out = Command::new(HOOP)
+            .arg("hook-status")
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+        assert!(
+            !out.stderr.is_empty(),
+            "{args:?}: the usage error is on stderr"
+        );
+    }
+}
+
+#[test]
 fn endpoint_down_the_relay_exits_0_fast() {
     let dir = tempfile::tempdir().unwrap();
     let closed = std::net::TcpListener::bind("127.0.0.1:0")
