@@ -103,8 +103,8 @@ impl Home {
         self.dir().join(".token.json")
     }
     /// A reinforcement account's MCP key (`hoopmcp_…`), mode 0600: what
-    /// `hoop mcp add-line --home` reads. Its presence marks a home whose
-    /// account has no login (no sentinel runs for it).
+    /// `hoop mcp add-line --home` reads. Such a home has no `config.json`:
+    /// its account has no login and no sentinel runs for it.
     pub fn mcp_key_path(&self) -> PathBuf {
         self.dir().join(".mcp_key")
     }

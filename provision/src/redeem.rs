@@ -4,9 +4,12 @@
 //! everything that can be refused locally is refused BEFORE the key is
 //! spent: the wrong machine user (`--target-host`, as production's
 //! `provision_sentinel.py`), a home that exists already (unless forced).
-//! Then the home is written atomically (`core::fsutil`): `config.json`, and
-//! for a sentinel account the token cache of a first login (0600), for a
-//! reinforcement account its MCP key (0600).
+//! Then the home is written atomically (`core::fsutil`, 0600): for a
+//! sentinel account `config.json` and the token cache of a first login; for
+//! a reinforcement account its MCP key and [`REINFORCEMENT_FILE`] — and no
+//! `config.json`, so that the install manifest, status and doctor (which
+//! take a home with `config.json` for a sentinel's) never set up a daemon
+//! that cannot log in.
 //!
 //! Pure decisions ([`check_target_host`], [`existing_home`],
 //! [`sentinel_next_steps`]) are separate from the one I/O shell,
@@ -62,6 +65,29 @@ pub enum RedeemError {
         username: String,
         source: hoop_api::Error,
     },
+}
+
+/// The record of a reinforcement home, next to its `.mcp_key`: where the
+/// key is used and whose it is (nothing secret).
+pub const REINFORCEMENT_FILE: &str = "reinforcement.json";
+
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ReinforcementRecord {
+    pub base_url: String,
+    pub user_id: i64,
+    pub username: String,
+}
+
+impl ReinforcementRecord {
+    pub fn path(home: &Home) -> PathBuf {
+        home.dir().join(REINFORCEMENT_FILE)
+    }
+
+    /// The home's record; `None` when absent or unreadable.
+    pub fn load(home: &Home) -> Option<ReinforcementRecord> {
+        let bytes = std::fs::read(Self::path(home)).ok()?;
+        serde_json::from_slice(&bytes).ok()
+    }
 }
 
 /// What `hoop provision redeem` was asked to do.
@@ -140,10 +166,20 @@ pub fn machine_name() -> String {
         .unwrap_or_else(|| "unknown".to_string())
 }
 
+/// The files that make a directory a home with an account.
+fn account_files(home: &Home) -> [PathBuf; 4] {
+    [
+        home.config_path(),
+        home.token_path(),
+        home.mcp_key_path(),
+        ReinforcementRecord::path(home),
+    ]
+}
+
 /// Which of a home's account files exist (`None`: the home is free). A
 /// directory alone (logs, prompts) does not make a home taken.
 pub fn existing_home(home: &Home) -> Option<String> {
-    let found: Vec<String> = [home.config_path(), home.token_path(), home.mcp_key_path()]
+    let found: Vec<String> = account_files(home)
         .iter()
         .filter(|p| p.exists())
         .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
@@ -213,7 +249,7 @@ pub async fn redeem(opts: &Options) -> Result<Outcome, RedeemError> {
     let user = resp.user.clone();
     let username = user.username.clone();
     // A replaced home must not keep the previous account's token or key.
-    for stale in [home.token_path(), home.mcp_key_path()] {
+    for stale in account_files(&home) {
         match std::fs::remove_file(&stale) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -264,13 +300,19 @@ pub async fn redeem(opts: &Options) -> Result<Outcome, RedeemError> {
                 &home.mcp_key_path(),
                 format!("{key}\n").as_bytes(),
             )?;
-            write_json_atomic(&home.config_path(), &cfg, WriteOptions::SECRET).map_err(
-                |source| RedeemError::Write {
+            let record = ReinforcementRecord {
+                base_url: cfg.base_url.clone(),
+                user_id: user.id,
+                username: username.clone(),
+            };
+            let path = ReinforcementRecord::path(&home);
+            write_json_atomic(&path, &record, WriteOptions::SECRET).map_err(|source| {
+                RedeemError::Write {
                     username: username.clone(),
-                    path: home.config_path(),
+                    path: path.clone(),
                     source,
-                },
-            )?;
+                }
+            })?;
             let add_line = hoop_api::mcp::claude_add_line(Some(&cfg.base_url), &key);
             Ok(Outcome::Reinforcement {
                 home,
@@ -321,6 +363,10 @@ mod tests {
             (home.config_path(), "config.json"),
             (home.token_path(), "config.json, .token.json"),
             (home.mcp_key_path(), "config.json, .token.json, .mcp_key"),
+            (
+                ReinforcementRecord::path(&home),
+                "config.json, .token.json, .mcp_key, reinforcement.json",
+            ),
         ];
         for (path, want) in files {
             std::fs::write(&path, b"x").unwrap();

@@ -50,7 +50,7 @@ fn add_line(a: AddLineArgs) -> anyhow::Result<ExitCode> {
                 })?
                 .trim()
                 .to_string();
-            let base = home.load_config().ok().map(|c| c.base_url);
+            let base = hoop_provision::redeem::ReinforcementRecord::load(&home).map(|r| r.base_url);
             (key, base)
         }
         (None, Some(k)) => (super::provision::key_arg(k)?, None),

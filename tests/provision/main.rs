@@ -278,8 +278,8 @@ async fn the_wrong_machine_user_or_an_existing_home_spends_nothing() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(
         files(w.home("nova2").dir()),
-        vec![".mcp_key", "config.json"],
-        "the old token is gone"
+        vec![".mcp_key", "reinforcement.json"],
+        "the old token and config are gone"
     );
 }
 
@@ -324,7 +324,11 @@ async fn a_reinforcement_redeem_prints_only_the_add_line_and_add_line_prints_it_
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert!(out.status.success(), "{stderr}");
     let home = w.home("helper");
-    assert_eq!(files(home.dir()), vec![".mcp_key", "config.json"]);
+    assert_eq!(
+        files(home.dir()),
+        vec![".mcp_key", "reinforcement.json"],
+        "no config.json: no sentinel is installed for it"
+    );
     assert_eq!(mode(&home.mcp_key_path()), 0o600);
     let mcp_key = std::fs::read_to_string(home.mcp_key_path())
         .unwrap()
@@ -342,6 +346,21 @@ async fn a_reinforcement_redeem_prints_only_the_add_line_and_add_line_prints_it_
     );
     let mcp = hoop_api::McpClient::new(hoop_api::McpConfig::new(w.base(), &mcp_key)).unwrap();
     assert!(!mcp.list_tools().await.unwrap().is_empty(), "the key works");
+
+    // No sentinel is planned for it: it has no login.
+    let plan = Command::new(env!("CARGO_BIN_EXE_hoop"))
+        .args(["install", "--plan", "--manager", "none"])
+        .env("HOME", w.root.path())
+        .env("HOOP_ROOT", w.root.path())
+        .env_remove("XDG_CONFIG_HOME")
+        .output()
+        .unwrap();
+    let planned = text(&plan.stdout);
+    assert!(plan.status.success(), "{}", text(&plan.stderr));
+    assert!(
+        planned.contains("to add") && !planned.contains("helper"),
+        "{planned}"
+    );
 
     // add-line from the home, from stdin with and without a backend.
     let again = w.hoop(&["mcp", "add-line", "--home", "helper"], None).await;
