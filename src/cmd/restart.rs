@@ -25,23 +25,11 @@ pub struct Args {
     pub now: bool,
     /// The service manager (default: detected; `none` prints the calls).
     #[arg(long, value_enum)]
-    pub manager: Option<ManagerArg>,
-}
-
-#[derive(clap::ValueEnum, Debug, Clone, Copy)]
-pub enum ManagerArg {
-    Systemd,
-    Launchd,
-    None,
+    pub manager: Option<super::install::ManagerArg>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let manager = match args.manager {
-        Some(ManagerArg::Systemd) => Manager::Systemd,
-        Some(ManagerArg::Launchd) => Manager::Launchd,
-        Some(ManagerArg::None) => Manager::None,
-        None => Manager::detect(),
-    };
+    let manager = super::install::ManagerArg::resolve(args.manager);
     let uid = restart::uid();
     let root = hoop_core::home::root()?;
     let opts = Options {
