@@ -162,7 +162,10 @@ async fn status_shows_a_live_daemon_a_held_lock_and_an_idle_home() {
     let table = String::from_utf8(out.stdout).unwrap();
     for home in [HOME_NAME, "held", "idle"] {
         assert_eq!(
-            table.lines().filter(|l| l.starts_with(&format!("{home} "))).count(),
+            table
+                .lines()
+                .filter(|l| l.starts_with(&format!("{home} ")))
+                .count(),
             1,
             "{home}:\n{table}"
         );
