@@ -38,11 +38,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         ..Options::new(manager, uid)
     };
     if manager == Manager::None {
+        // The calls this machine's manager would get (as `hoop install
+        // --manager none` previews them).
+        let native = match hoop_provision::manifest::Os::current() {
+            hoop_provision::manifest::Os::Linux => Manager::Systemd,
+            hoop_provision::manifest::Os::Macos => Manager::Launchd,
+        };
         for home in restart::order(&args.homes) {
-            for m in [Manager::Systemd, Manager::Launchd] {
-                for call in restart::restart_calls(m, &home, uid) {
-                    println!("{home}: would run: {call}");
-                }
+            for call in restart::restart_calls(native, &home, uid) {
+                println!("{home}: would run: {call}");
             }
         }
     }
