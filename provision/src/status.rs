@@ -494,10 +494,11 @@ pub fn table(r: &Report) -> String {
             h.obituary.as_ref().map_or("-".into(), |o| {
                 format!("{} {}", o.cause, ago(Some(o.at), r.at))
             }),
-            match h.guards.armed {
-                Some(true) => "armed".into(),
-                Some(false) => "DISARMED".into(),
-                None => "?".into(),
+            match (h.guards.armed, h.guards.hooks_installed) {
+                (Some(true), _) => "armed".into(),
+                (Some(false), Some(false)) => "NO HOOKS".into(),
+                (Some(false), _) => "DISARMED".into(),
+                (None, _) => "?".into(),
             },
             h.phase.as_ref().map_or("-".into(), |p| p.phase.clone()),
             match h.unit {
@@ -925,5 +926,23 @@ mod tests {
         assert!(lines[2].starts_with("beta   no"), "{t}");
         assert!(t.contains("alpha: cannot read phase: broken"), "{t}");
         assert!(t.contains("machine: drift: link /x"), "{t}");
+        // The guards column says why a home is not armed.
+        let word = |hooks: Option<bool>, rules: &[&str]| {
+            let f = Facts {
+                home: "g".into(),
+                hooks_installed: hooks.map(Ok),
+                act_rules: Some(rules.iter().map(|s| s.to_string()).collect()),
+                ..Facts::default()
+            };
+            let r = Report {
+                homes: vec![home_status(&f)],
+                ..r.clone()
+            };
+            table(&r).lines().nth(1).unwrap().to_string()
+        };
+        assert!(word(Some(true), &["rm"]).contains(" armed "));
+        assert!(word(Some(false), &["rm"]).contains(" NO HOOKS "));
+        assert!(word(Some(true), &[]).contains(" DISARMED "));
+        assert!(word(None, &["rm"]).contains(" ? "));
     }
 }
