@@ -34,6 +34,9 @@ enum Command {
     /// The per-account daemon.
     #[command(subcommand)]
     Sentinel(cmd::sentinel::Command),
+    /// The doorbell inside an interactive Claude Code or Codex window.
+    #[command(subcommand)]
+    Bridge(cmd::bridge::Command),
     /// A one-minute tour: backend, agent, room, sentinel, a message and its answer.
     Demo(cmd::demo::Args),
     /// Post a text message as the home's account, through the send gates.
@@ -99,6 +102,7 @@ fn main() -> ExitCode {
         Command::HookStatus(_) => unreachable!("dispatched above"),
         Command::Backend(c) => cmd::backend::run(c),
         Command::Sentinel(c) => cmd::sentinel::run(c),
+        Command::Bridge(c) => cmd::bridge::run(c),
         Command::Demo(a) => cmd::demo::run(a),
         Command::Say(a) => cmd::say::run(a),
         Command::SendImage(a) => cmd::say::run_image(a),

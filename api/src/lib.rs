@@ -5,11 +5,13 @@
 
 pub mod admin;
 pub mod error;
+pub mod events;
 pub mod headers;
 pub mod mcp;
 pub mod rest;
 pub mod routes;
 pub mod say_seen;
+pub mod send;
 pub mod token;
 pub mod types;
 pub mod ws;

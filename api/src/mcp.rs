@@ -358,24 +358,9 @@ fn rpc_message(bytes: &[u8]) -> Option<String> {
 
 /// The JSON-RPC response with `id` among an SSE body's events.
 fn sse_response(bytes: &[u8], id: u64) -> Option<RpcResponse> {
-    let text = String::from_utf8_lossy(bytes);
-    let mut data = String::new();
-    let mut events = Vec::new();
-    for line in text.lines() {
-        if line.is_empty() {
-            if !data.is_empty() {
-                events.push(std::mem::take(&mut data));
-            }
-        } else if let Some(d) = line.strip_prefix("data:") {
-            if !data.is_empty() {
-                data.push('\n');
-            }
-            data.push_str(d.strip_prefix(' ').unwrap_or(d));
-        }
-    }
-    if !data.is_empty() {
-        events.push(data);
-    }
+    let mut p = crate::events::SseParser::default();
+    let mut events: Vec<String> = p.feed(bytes).into_iter().flatten().collect();
+    events.extend(p.finish());
     events
         .iter()
         .filter_map(|e| serde_json::from_str::<RpcResponse>(e).ok())

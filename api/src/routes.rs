@@ -64,6 +64,10 @@ pub const REINFORCE_APPLICATIONS: &str = "/v1/reinforce/applications";
 /// (revoke the old keys + mint a new one, one transaction; production fact,
 /// seed 002 L29), DELETE revokes (this project's assumption).
 pub const REINFORCE_AGENT_KEY: &str = "/v1/reinforce/agents/{id}/key";
+/// The push stream for MCP-key holders: `GET`, Server-Sent Events, one
+/// `data:` line per event of the key's account (the WebSocket's event JSON).
+/// Production has it as a written spec only (seed 002 L9): optional.
+pub const EVENTS: &str = "/v1/events";
 /// The MCP endpoint (production fact): Streamable HTTP, stateless, POST only.
 pub const MCP: &str = "/mcp";
 
@@ -102,6 +106,9 @@ pub mod admin {
     /// Move the server's clock forward (tests: JWT expiry, presence, leases,
     /// rate windows) without waiting.
     pub const CLOCK_ADVANCE: &str = "/v1/admin/clock/advance";
+    /// How many requests the server has answered (benchmarks count the
+    /// calls a client makes).
+    pub const STATS: &str = "/v1/admin/stats";
 }
 
 /// Fill a template's single `{id}` parameter.

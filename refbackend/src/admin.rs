@@ -38,10 +38,16 @@ pub fn routes() -> Router<Arc<App>> {
         .route(r::CARDS, post(create_card))
         .route(r::PUSH, post(push))
         .route(r::CLOCK_ADVANCE, post(advance_clock))
+        .route(r::STATS, get(stats))
 }
 
 fn created<T: serde::Serialize>(v: T) -> Response {
     (StatusCode::CREATED, axum::Json(v)).into_response()
+}
+
+async fn stats(State(app): S, _: Admin) -> ApiResult<Response> {
+    let n = app.requests.load(std::sync::atomic::Ordering::Relaxed);
+    Ok(axum::Json(serde_json::json!({"requests": n})).into_response())
 }
 
 async fn list_users(State(app): S, _: Admin) -> ApiResult<Response> {

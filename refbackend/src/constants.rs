@@ -44,6 +44,10 @@ pub const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(100);
 
 /// How long shutdown waits for open connections before it stops waiting;
 /// WebSocket tasks close at once, so this only bounds a stuck request.
+/// The event stream sends a keep-alive comment this often: a client that
+/// hears nothing for three of these knows the stream is dead, not quiet.
+pub const EVENTS_KEEPALIVE: Duration = Duration::from_secs(15);
+/// The whole server stops within this after a shutdown request.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
 /// MCP protocol revision answered when the client names none (the current

@@ -64,12 +64,28 @@ pub fn router(app: Arc<App>) -> Router {
             r::MCP,
             post(crate::mcp::handle).layer(DefaultBodyLimit::max(limits::MCP_BODY_CAP_BYTES)),
         )
+        .route(r::EVENTS, get(crate::events::stream))
         .merge(crate::admin::routes())
         .fallback(unknown_route)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(limits::REST_BODY_CAP_BYTES))
         .layer(catch)
+        .layer(axum::middleware::from_fn_with_state(
+            app.clone(),
+            count_request,
+        ))
         .with_state(app)
+}
+
+/// Count every request (the admin stats route reports it).
+async fn count_request(
+    State(app): S,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    app.requests
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    next.run(req).await
 }
 
 async fn unknown_route() -> ApiError {

@@ -40,6 +40,7 @@ mod admin;
 mod clock;
 pub mod constants;
 mod error;
+mod events;
 mod extract;
 mod http;
 pub mod jwt;
@@ -148,6 +149,8 @@ pub(crate) struct App {
     pub(crate) public_base: Option<String>,
     pub(crate) body_read_timeout: Duration,
     pub(crate) shutdown: watch::Receiver<bool>,
+    /// Requests answered so far (every route).
+    pub(crate) requests: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl App {
@@ -164,6 +167,7 @@ pub struct Running {
     /// Bearer token of the admin surface (`hoop_api::routes::admin`).
     pub admin_token: String,
     clock: Clock,
+    requests: Arc<std::sync::atomic::AtomicU64>,
     shutdown: watch::Sender<bool>,
     task: tokio::task::JoinHandle<()>,
 }
@@ -186,6 +190,12 @@ impl Running {
     /// and rate windows.
     pub fn clock(&self) -> Clock {
         self.clock.clone()
+    }
+
+    /// How many requests the server has answered so far (every route,
+    /// admin ones included).
+    pub fn requests(&self) -> u64 {
+        self.requests.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Graceful stop: WebSocket connections get a close frame, in-flight
@@ -225,6 +235,7 @@ pub async fn spawn(addr: SocketAddr, cfg: Config) -> Result<Running, Error> {
         .unwrap_or_else(|| hex::encode(rand::random::<[u8; 32]>()));
     let (tx, rx) = watch::channel(false);
     let clock = Clock::new();
+    let requests = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let app = Arc::new(App {
         store: Mutex::new(store),
         clock: clock.clone(),
@@ -239,6 +250,7 @@ pub async fn spawn(addr: SocketAddr, cfg: Config) -> Result<Running, Error> {
         },
         body_read_timeout: cfg.body_read_timeout,
         shutdown: rx.clone(),
+        requests: requests.clone(),
     });
     let router = http::router(app);
     let limits = ConnLimits {
@@ -251,6 +263,7 @@ pub async fn spawn(addr: SocketAddr, cfg: Config) -> Result<Running, Error> {
         addr: local,
         admin_token,
         clock,
+        requests,
         shutdown: tx,
         task,
     })

@@ -36,14 +36,14 @@ impl Hub {
         self.conns.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn subscribe(&self, user: UserId) -> (u64, mpsc::UnboundedReceiver<String>) {
+    pub(crate) fn subscribe(&self, user: UserId) -> (u64, mpsc::UnboundedReceiver<String>) {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = mpsc::unbounded_channel();
         self.conns().entry(user).or_default().push((id, tx));
         (id, rx)
     }
 
-    fn unsubscribe(&self, user: UserId, id: u64) {
+    pub(crate) fn unsubscribe(&self, user: UserId, id: u64) {
         let mut conns = self.conns();
         if let Some(v) = conns.get_mut(&user) {
             v.retain(|(i, _)| *i != id);

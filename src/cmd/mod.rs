@@ -2,6 +2,7 @@
 //! maps an error to [`EXIT_FAILURE`] in one place.
 
 pub mod backend;
+pub mod bridge;
 pub mod completions;
 pub mod demo;
 pub mod doctor;

@@ -27,10 +27,12 @@ use hoop_api::say_seen::SaySeen;
 use hoop_api::types::{ConversationId, MessageId};
 use hoop_core::home::Home;
 
-use super::say::{read_back, read_cmd, render_message, render_rest, retrying, unread_part};
+use hoop_api::send::{
+    Reader, read_back, read_cmd, render_message, render_rest, retrying, unread_part,
+};
 
 /// At most this many messages are printed by one read: with bodies cut at
-/// [`super::say::SHOW_BODY_CAP_CHARS`] this stays under the agent's
+/// [`hoop_api::send::SHOW_BODY_CAP_CHARS`] this stays under the agent's
 /// tool-output limit.
 pub const READ_PAGE: u32 = 12;
 
@@ -88,7 +90,7 @@ async fn read(
         match page.messages.last() {
             Some(oldest) if page.has_more => out.push_str(&format!(
                 "(older: {})\n",
-                read_cmd(&home.name, room, Some(oldest.id))
+                read_cmd(Reader::Home(&home.name), room, Some(oldest.id))
             )),
             _ => out.push_str("(this is the start of the room)\n"),
         }
@@ -118,7 +120,7 @@ async fn read(
         for m in &u.shown {
             render_message(&mut out, m, me);
         }
-        render_rest(&mut out, &home.name, room, &u);
+        render_rest(&mut out, Reader::Home(&home.name), room, &u);
     }
     if let Some(mark) = u.mark {
         advance(mark)?;
