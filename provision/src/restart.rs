@@ -34,6 +34,7 @@ use hoop_sentinel::lock::{self, Probe};
 use hoop_sentinel::state::{RoundResult, Status};
 
 use crate::service::{Call, Manager, Runner};
+use crate::units::{launchd_label, systemd_instance};
 
 /// How long a restart waits for a running turn to end: the longest a turn
 /// may run (the sentinel's turn timeout) plus a minute for its commit and
@@ -46,16 +47,6 @@ pub const COME_UP: Duration = Duration::from_secs(120);
 /// How often the lock, the log and the status file are looked at while
 /// waiting (cheap reads; a second is far below any deadline above).
 pub const POLL: Duration = Duration::from_secs(1);
-
-/// launchd's label for a home (the template in `launchd/sentinel.plist`).
-pub fn launchd_label(home: &str) -> String {
-    format!("dev.hoop.sentinel.{home}")
-}
-
-/// systemd's unit for a home (the template `systemd/hoop-sentinel@.service`).
-pub fn systemd_unit(home: &str) -> String {
-    format!("hoop-sentinel@{home}.service")
-}
 
 /// The log file launchd writes a home's stderr to (the template's
 /// `StandardErrorPath`), also the default when no manager runs it.
@@ -86,7 +77,7 @@ pub fn restart_calls(manager: Manager, home: &str, uid: u32) -> Vec<Call> {
     match manager {
         Manager::Systemd => vec![Call::new(
             "systemctl",
-            &["--user", "restart", &systemd_unit(home)],
+            &["--user", "restart", &systemd_instance(home)],
         )],
         Manager::Launchd => vec![Call::new(
             "launchctl",
@@ -108,7 +99,7 @@ pub fn journal_call(home: &str, since: i64) -> Call {
         &[
             "--user",
             "--unit",
-            &systemd_unit(home),
+            &systemd_instance(home),
             "--since",
             &format!("@{since}"),
             "--output",

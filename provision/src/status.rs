@@ -20,6 +20,10 @@ use hoop_sentinel::lock::{self, Probe};
 use hoop_sentinel::state::{Obituaries, RoundResult, Status};
 use serde::{Deserialize, Serialize};
 
+use crate::install::{self, Row, Status as PlanStatus};
+use crate::service::{Call, Manager, Runner};
+use crate::units;
+
 /// The version of the `--json` shape. A change that removes or retypes a
 /// field gets a new version; adding a field does not.
 pub const SCHEMA: &str = "hoop.status/1";
@@ -37,6 +41,9 @@ pub struct Report {
     pub at: i64,
     /// One per home, sorted by name.
     pub homes: Vec<HomeStatus>,
+    /// Drifted install-manifest items the machine shares (the `hoop` link,
+    /// the systemd template); `[]` none; `null` not checked.
+    pub machine_drift: Option<Vec<String>>,
 }
 
 /// One home.
@@ -204,11 +211,93 @@ pub fn home_status(f: &Facts) -> HomeStatus {
     }
 }
 
-/// The home's unit and its drift from the install manifest. Not known yet
-/// (every field `null`): the manifest and its check live in
-/// `provision::install`; this is the one place that wires them in.
-pub fn unit_and_drift(_home: &Home) -> (Unit, Option<Vec<String>>) {
-    (Unit::default(), None)
+/// The home's unit from the install manifest's plan: installed when every
+/// unit file it runs from is there (a drifted file is still installed),
+/// enabled when its service row is ok; `null` when the plan has no such row
+/// or could not ask (`--manager none`). Whether it runs is asked apart
+/// ([`unit_running`]).
+pub fn unit_from_plan(rows: &[Row], home: &str) -> Unit {
+    let mine = |r: &&Row| r.item.home.as_deref().is_none_or(|h| h == home);
+    let files: Vec<&Row> = rows
+        .iter()
+        .filter(|r| r.item.kind == "unit")
+        .filter(mine)
+        .collect();
+    let installed = (!files.is_empty()).then(|| files.iter().all(|r| r.status != PlanStatus::Add));
+    let enabled = rows
+        .iter()
+        .find(|r| r.item.kind == "service" && r.item.home.as_deref() == Some(home))
+        .and_then(|r| match r.status {
+            PlanStatus::Ok => Some(true),
+            PlanStatus::Unchecked => None,
+            _ => Some(false),
+        });
+    Unit {
+        installed,
+        enabled,
+        running: None,
+    }
+}
+
+/// The drifted items of the plan that belong to `home` (`None`) or to
+/// the machine (`Some(None)`), each as `kind subject: status (why)`.
+pub fn drift_from_plan(rows: &[Row], home: Option<&str>) -> Vec<String> {
+    rows.iter()
+        .filter(|r| r.item.home.as_deref() == home)
+        .filter_map(install::finding)
+        .map(|f| format!("{}: {}", f.item, f.problem))
+        .collect()
+}
+
+/// Is the home's service running, as its manager says (`None` without a
+/// manager or when the call fails).
+pub fn unit_running(manager: Manager, runner: &dyn Runner, uid: u32, home: &str) -> Option<bool> {
+    match manager {
+        Manager::None => None,
+        Manager::Systemd => {
+            let unit = units::systemd_instance(home);
+            let out = runner
+                .run(&Call::new("systemctl", &["--user", "is-active", &unit]))
+                .ok()?;
+            Some(out.success())
+        }
+        Manager::Launchd => {
+            let target = format!("gui/{uid}/{}", units::launchd_label(home));
+            let out = runner
+                .run(&Call::new("launchctl", &["print", &target]))
+                .ok()?;
+            Some(out.success() && out.stdout.contains("state = running"))
+        }
+    }
+}
+
+/// Fill the report's unit and drift fields from the install manifest's
+/// plan (or why it could not be made) and the manager.
+pub fn wire(
+    report: &mut Report,
+    plan: Result<&[Row], String>,
+    manager: Manager,
+    runner: &dyn Runner,
+    uid: u32,
+) {
+    match plan {
+        Ok(rows) => {
+            report.machine_drift = Some(drift_from_plan(rows, None));
+            for h in &mut report.homes {
+                h.unit = Unit {
+                    running: unit_running(manager, runner, uid, &h.home),
+                    ..unit_from_plan(rows, &h.home)
+                };
+                h.drift = Some(drift_from_plan(rows, Some(&h.home)));
+            }
+        }
+        Err(e) => {
+            report.machine_drift = Some(vec![format!("manifest: {e}")]);
+            for h in &mut report.homes {
+                h.unit.running = unit_running(manager, runner, uid, &h.home);
+            }
+        }
+    }
 }
 
 /// The homes under `root`: directories holding a `config.json`, by name.
@@ -274,7 +363,6 @@ pub fn facts(home: &Home) -> Facts {
             .map(|r| r.name().to_string())
             .collect(),
     );
-    let (unit, drift) = unit_and_drift(home);
     Facts {
         home: home.name.clone(),
         lock,
@@ -284,8 +372,8 @@ pub fn facts(home: &Home) -> Facts {
         hooks_installed,
         act_rules,
         phase: Some(read_phase(&home.phase_path())),
-        unit,
-        drift,
+        unit: Unit::default(),
+        drift: None,
     }
 }
 
@@ -340,6 +428,7 @@ pub fn gather(root: &Path, now: i64) -> Result<Report, HomeError> {
         root: root.display().to_string(),
         at: now,
         homes: homes.iter().map(|h| home_status(&facts(h))).collect(),
+        machine_drift: None,
     })
 }
 
@@ -405,10 +494,11 @@ pub fn table(r: &Report) -> String {
             h.obituary.as_ref().map_or("-".into(), |o| {
                 format!("{} {}", o.cause, ago(Some(o.at), r.at))
             }),
-            match h.guards.armed {
-                Some(true) => "armed".into(),
-                Some(false) => "DISARMED".into(),
-                None => "?".into(),
+            match (h.guards.armed, h.guards.hooks_installed) {
+                (Some(true), _) => "armed".into(),
+                (Some(false), Some(false)) => "NO HOOKS".into(),
+                (Some(false), _) => "DISARMED".into(),
+                (None, _) => "?".into(),
             },
             h.phase.as_ref().map_or("-".into(), |p| p.phase.clone()),
             match h.unit {
@@ -455,6 +545,9 @@ pub fn table(r: &Report) -> String {
     }
     if r.homes.is_empty() {
         out.push_str(&format!("(no home under {})\n", r.root));
+    }
+    for d in r.machine_drift.iter().flatten() {
+        out.push_str(&format!("machine: drift: {d}\n"));
     }
     for h in &r.homes {
         if let Some(e) = &h.login_error {
@@ -620,6 +713,158 @@ mod tests {
         }
     }
 
+    fn plan_row(kind: &'static str, home: Option<&str>, status: PlanStatus) -> Row {
+        use crate::manifest::{Item, Want};
+        let want = match kind {
+            "service" => Want::Service {
+                home: home.unwrap_or_default().into(),
+                unit: format!("hoop-sentinel@{}.service", home.unwrap_or_default()),
+            },
+            _ => Want::File {
+                path: format!("/u/{kind}-{}", home.unwrap_or("shared")).into(),
+                bytes: vec![],
+            },
+        };
+        let item = Item {
+            kind,
+            home: home.map(str::to_string),
+            want,
+        };
+        Row {
+            subject: item.subject(),
+            item,
+            status,
+            detail: if status == PlanStatus::Ok {
+                String::new()
+            } else {
+                "edited by hand".into()
+            },
+        }
+    }
+
+    /// Each plan state of a home's unit file and service, with the unit
+    /// and drift the status reports.
+    #[test]
+    fn unit_and_drift_come_from_the_install_plan() {
+        use PlanStatus::*;
+        #[allow(clippy::type_complexity)]
+        let cases: [(&str, Vec<Row>, Option<bool>, Option<bool>, usize); 6] = [
+            (
+                "shared template ok, service enabled",
+                vec![
+                    plan_row("unit", None, Ok),
+                    plan_row("service", Some("a"), Ok),
+                ],
+                Some(true),
+                Some(true),
+                0,
+            ),
+            (
+                "template missing, service not enabled",
+                vec![
+                    plan_row("unit", None, Add),
+                    plan_row("service", Some("a"), Add),
+                ],
+                Some(false),
+                Some(false),
+                1,
+            ),
+            (
+                "own plist edited by hand: installed, drifted",
+                vec![
+                    plan_row("unit", Some("a"), Change),
+                    plan_row("service", Some("a"), Ok),
+                ],
+                Some(true),
+                Some(true),
+                1,
+            ),
+            (
+                "no manager to ask",
+                vec![
+                    plan_row("unit", None, Ok),
+                    plan_row("service", Some("a"), Unchecked),
+                ],
+                Some(true),
+                None,
+                0,
+            ),
+            (
+                "another home's items are not this one's",
+                vec![
+                    plan_row("unit", Some("b"), Add),
+                    plan_row("service", Some("b"), Add),
+                ],
+                None,
+                None,
+                0,
+            ),
+            (
+                "this home's hooks drifted",
+                vec![plan_row("hooks", Some("a"), Change)],
+                None,
+                None,
+                1,
+            ),
+        ];
+        for (what, rows, installed, enabled, drifted) in cases {
+            let u = unit_from_plan(&rows, "a");
+            assert_eq!(u.installed, installed, "{what}: installed");
+            assert_eq!(u.enabled, enabled, "{what}: enabled");
+            assert_eq!(u.running, None, "{what}");
+            let d = drift_from_plan(&rows, Some("a"));
+            assert_eq!(d.len(), drifted, "{what}: {d:?}");
+            for line in &d {
+                assert!(line.contains("edited by hand"), "{what}: {line}");
+            }
+        }
+        // The machine's own items are reported apart.
+        let rows = [
+            plan_row("unit", None, Add),
+            plan_row("service", Some("a"), Ok),
+        ];
+        assert_eq!(drift_from_plan(&rows, None).len(), 1);
+        assert!(drift_from_plan(&rows, Some("a")).is_empty());
+    }
+
+    /// Running is what the manager says, asked through the runner.
+    #[test]
+    fn running_is_asked_of_the_manager() {
+        use crate::service::{CallOutput, RecordingRunner};
+        let r = RecordingRunner::new();
+        r.answer(
+            |c| c.args.iter().any(|a| a.contains("@b.")),
+            CallOutput {
+                code: Some(3),
+                stdout: "inactive\n".into(),
+                stderr: String::new(),
+            },
+        );
+        r.answer(
+            |c| c.program == "launchctl",
+            CallOutput {
+                code: Some(0),
+                stdout: "gui/501/dev.hoop.sentinel.a = {\n\tstate = running\n}".into(),
+                stderr: String::new(),
+            },
+        );
+        assert_eq!(unit_running(Manager::Systemd, &r, 501, "a"), Some(true));
+        assert_eq!(unit_running(Manager::Systemd, &r, 501, "b"), Some(false));
+        assert_eq!(unit_running(Manager::Launchd, &r, 501, "a"), Some(true));
+        assert_eq!(unit_running(Manager::None, &r, 501, "a"), None);
+        assert_eq!(
+            r.calls()
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>(),
+            [
+                "systemctl --user is-active hoop-sentinel@a.service",
+                "systemctl --user is-active hoop-sentinel@b.service",
+                "launchctl print gui/501/dev.hoop.sentinel.a",
+            ]
+        );
+    }
+
     #[test]
     fn the_newest_obituary_is_shown() {
         let mut o = Obituaries::default();
@@ -668,6 +913,7 @@ mod tests {
             root: "/r".into(),
             at: 260,
             homes: vec![a, b],
+            machine_drift: Some(vec!["link /x: change (points at /y)".into()]),
         };
         let t = table(&r);
         let lines: Vec<&str> = t.lines().collect();
@@ -679,5 +925,24 @@ mod tests {
         );
         assert!(lines[2].starts_with("beta   no"), "{t}");
         assert!(t.contains("alpha: cannot read phase: broken"), "{t}");
+        assert!(t.contains("machine: drift: link /x"), "{t}");
+        // The guards column says why a home is not armed.
+        let word = |hooks: Option<bool>, rules: &[&str]| {
+            let f = Facts {
+                home: "g".into(),
+                hooks_installed: hooks.map(Ok),
+                act_rules: Some(rules.iter().map(|s| s.to_string()).collect()),
+                ..Facts::default()
+            };
+            let r = Report {
+                homes: vec![home_status(&f)],
+                ..r.clone()
+            };
+            table(&r).lines().nth(1).unwrap().to_string()
+        };
+        assert!(word(Some(true), &["rm"]).contains(" armed "));
+        assert!(word(Some(false), &["rm"]).contains(" NO HOOKS "));
+        assert!(word(Some(true), &[]).contains(" DISARMED "));
+        assert!(word(None, &["rm"]).contains(" ? "));
     }
 }

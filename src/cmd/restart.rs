@@ -25,23 +25,11 @@ pub struct Args {
     pub now: bool,
     /// The service manager (default: detected; `none` prints the calls).
     #[arg(long, value_enum)]
-    pub manager: Option<ManagerArg>,
-}
-
-#[derive(clap::ValueEnum, Debug, Clone, Copy)]
-pub enum ManagerArg {
-    Systemd,
-    Launchd,
-    None,
+    pub manager: Option<super::install::ManagerArg>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let manager = match args.manager {
-        Some(ManagerArg::Systemd) => Manager::Systemd,
-        Some(ManagerArg::Launchd) => Manager::Launchd,
-        Some(ManagerArg::None) => Manager::None,
-        None => Manager::detect(),
-    };
+    let manager = super::install::ManagerArg::resolve(args.manager);
     let uid = restart::uid();
     let root = hoop_core::home::root()?;
     let opts = Options {
@@ -50,11 +38,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         ..Options::new(manager, uid)
     };
     if manager == Manager::None {
+        // The calls this machine's manager would get (as `hoop install
+        // --manager none` previews them).
+        let native = match hoop_provision::manifest::Os::current() {
+            hoop_provision::manifest::Os::Linux => Manager::Systemd,
+            hoop_provision::manifest::Os::Macos => Manager::Launchd,
+        };
         for home in restart::order(&args.homes) {
-            for m in [Manager::Systemd, Manager::Launchd] {
-                for call in restart::restart_calls(m, &home, uid) {
-                    println!("{home}: would run: {call}");
-                }
+            for call in restart::restart_calls(native, &home, uid) {
+                println!("{home}: would run: {call}");
             }
         }
     }

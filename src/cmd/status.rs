@@ -1,20 +1,50 @@
-//! `hoop status [--json]`: every home on this machine in one table (or the
-//! stable JSON shape of `docs/status-json.md`). The reading and the
-//! decisions live in `hoop_provision::status`; this only prints.
+//! `hoop status [--json] [--manager …]`: every home on this machine in one
+//! table (or the stable JSON shape of `docs/status-json.md`). The reading
+//! and the decisions live in `hoop_provision::status`; the unit and drift
+//! fields come from the install manifest's plan, built as `hoop install`
+//! builds it; this only wires and prints.
 
 use std::process::ExitCode;
+
+use hoop_provision::install;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Print the machine-readable report (schema `hoop.status/1`).
     #[arg(long)]
     pub json: bool,
+    /// The service manager asked about units (default: detected; `none`
+    /// asks nothing and reports units as not known).
+    #[arg(long, value_enum)]
+    pub manager: Option<super::install::ManagerArg>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     use hoop_provision::status;
     let root = status::default_root()?;
-    let report = status::gather(&root, hoop_core::clock::now_unix())?;
+    let mut report = status::gather(&root, hoop_core::clock::now_unix())?;
+    let manager = super::install::ManagerArg::resolve(args.manager);
+    let uid = hoop_provision::restart::uid();
+    match super::install::Setup::new(args.manager, None) {
+        Ok(setup) => {
+            let ctx = setup.ctx();
+            let plan = install::plan(&ctx).map_err(|e| e.to_string());
+            status::wire(
+                &mut report,
+                plan.as_deref().map_err(String::clone),
+                manager,
+                setup.runner.as_ref(),
+                uid,
+            );
+        }
+        Err(e) => status::wire(
+            &mut report,
+            Err(format!("{e:#}")),
+            manager,
+            &hoop_provision::service::DryRunner::default(),
+            uid,
+        ),
+    }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {

@@ -9,6 +9,10 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+#[path = "../support/unit_exec.rs"]
+mod unit_exec;
+use unit_exec::exec_words;
+
 const HOOP: &str = env!("CARGO_BIN_EXE_hoop");
 
 struct Out {
@@ -411,40 +415,6 @@ fn wait_log(child: &mut std::process::Child, log: &Path, needle: &str) {
         );
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
-}
-
-/// Split an `ExecStart=` value as systemd does for what the renderer writes
-/// (double-quoted words with `\\` / `\"` escapes, `%%` for `%`).
-fn exec_words(line: &str, instance: &str) -> Vec<String> {
-    let mut words = Vec::new();
-    let mut cur = String::new();
-    let (mut quoted, mut any) = (false, false);
-    let mut chars = line.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '"' => {
-                quoted = !quoted;
-                any = true;
-            }
-            '\\' if quoted => cur.extend(chars.next()),
-            '%' => match chars.next() {
-                Some('%') => cur.push('%'),
-                Some('i') => cur.push_str(instance),
-                other => panic!("unexpected specifier %{other:?}"),
-            },
-            c if c.is_whitespace() && !quoted => {
-                if any || !cur.is_empty() {
-                    words.push(std::mem::take(&mut cur));
-                    any = false;
-                }
-            }
-            c => cur.push(c),
-        }
-    }
-    if any || !cur.is_empty() {
-        words.push(cur);
-    }
-    words
 }
 
 #[test]

@@ -8,5 +8,8 @@ mod fleet;
 #[path = "../sentinel/harness.rs"]
 mod harness;
 mod logs;
+mod machine;
 mod restart;
 mod status;
+#[path = "../support/unit_exec.rs"]
+mod unit_exec;

@@ -12,8 +12,11 @@ use crate::harness::*;
 /// `hoop status --json` for `root`, parsed.
 pub fn status_json(root: &std::path::Path) -> Value {
     let out = Command::new(env!("CARGO_BIN_EXE_hoop"))
-        .args(["status", "--json"])
+        .args(["status", "--json", "--manager", "none"])
         .env(ROOT_ENV, root)
+        // A machine of its own: nothing installed in this HOME yet.
+        .env("HOME", root.join("machine-home"))
+        .env_remove("XDG_CONFIG_HOME")
         .output()
         .unwrap();
     assert!(out.status.success(), "{out:?}");
@@ -81,9 +84,29 @@ async fn status_shows_a_live_daemon_a_held_lock_and_an_idle_home() {
     assert_eq!(bolt["pid"], pid, "{bolt:#}");
     assert_eq!(bolt["consecutive_failures"], 0, "{bolt:#}");
     assert_eq!(bolt["problems"], serde_json::json!([]), "{bolt:#}");
+    // Nothing installed on this machine: the install plan says so.
+    assert_eq!(bolt["unit"]["installed"], false, "{bolt:#}");
     assert!(
-        bolt["unit"]["installed"].is_null(),
-        "not known yet: {bolt:#}"
+        bolt["unit"]["enabled"].is_null(),
+        "no manager asked: {bolt:#}"
+    );
+    assert!(bolt["unit"]["running"].is_null(), "{bolt:#}");
+    let drift: Vec<&str> = bolt["drift"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d.as_str().unwrap())
+        .collect();
+    assert!(drift.iter().any(|d| d.starts_with("dir ")), "{drift:?}");
+    let machine: Vec<&str> = report["machine_drift"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d.as_str().unwrap())
+        .collect();
+    assert!(
+        machine.iter().any(|d| d.starts_with("unit ")),
+        "{machine:?}"
     );
 
     let h = row(&report, "held");
@@ -131,14 +154,18 @@ async fn status_shows_a_live_daemon_a_held_lock_and_an_idle_home() {
 
     // The table: one line per home.
     let out = Command::new(env!("CARGO_BIN_EXE_hoop"))
-        .arg("status")
+        .args(["status", "--manager", "none"])
         .env(ROOT_ENV, w.root.path())
+        .env("HOME", w.root.path().join("machine-home"))
         .output()
         .unwrap();
     let table = String::from_utf8(out.stdout).unwrap();
     for home in [HOME_NAME, "held", "idle"] {
         assert_eq!(
-            table.lines().filter(|l| l.starts_with(home)).count(),
+            table
+                .lines()
+                .filter(|l| l.starts_with(&format!("{home} ")))
+                .count(),
             1,
             "{home}:\n{table}"
         );
