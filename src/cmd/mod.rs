@@ -2,8 +2,8 @@
 //! maps an error to [`EXIT_FAILURE`] in one place.
 
 pub mod backend;
-pub mod completions;
 pub mod bridge;
+pub mod completions;
 pub mod demo;
 pub mod doctor;
 pub mod guard;

@@ -9,7 +9,7 @@ use std::time::Duration;
 use harness::{World, rung};
 use hoop_api::admin::AdminCreateCard;
 use hoop_api::routes;
-use hoop_api::types::{CreateCard, Mention, WindowMode};
+use hoop_api::types::{AssignTask, Mention, WindowMode};
 use hoop_bridge::config::Allowlist;
 use hoop_bridge::constants::{DEDUP_IDS, MAX_LINES_PER_ROUND};
 use hoop_bridge::watch::Stop;
@@ -368,11 +368,11 @@ async fn a_new_card_rings_as_assigned_within_six_rounds() {
     let card = w
         .admin
         .create_card(&AdminCreateCard {
-            card: CreateCard {
+            conversation_id: room.id,
+            task: AssignTask {
                 title: "ship it".into(),
                 assignee_id: Some(w.bolt.id),
-                parent_id: None,
-                conversation_id: Some(room.id),
+                ..AssignTask::default()
             },
             creator_id: Some(w.ann.id),
         })
