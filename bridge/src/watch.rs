@@ -448,7 +448,6 @@ impl Watcher {
             return vec![];
         }
         evs.into_iter()
-            // Every card lives in a workroom: its room decides.
             .filter(|(_, c)| self.handles(c.conversation_id))
             .map(|(k, c)| detect::card_event(k, c))
             .collect()
