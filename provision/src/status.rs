@@ -79,6 +79,52 @@ pub struct HomeStatus {
     /// Files that could not be read, each with why (the row says `null`
     /// for what they would have told).
     pub problems: Vec<String>,
+    /// The home's live workers (`hoop worker spawn`), oldest card first.
+    #[serde(default)]
+    pub workers: Vec<WorkerRow>,
+}
+
+/// One live worker: its card and the last hook-status signal its agent's
+/// lifecycle hooks sent (hook-derived, non-authoritative: the card on the
+/// backend is the truth).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkerRow {
+    pub card_id: i64,
+    pub parent_id: i64,
+    pub conversation_id: i64,
+    pub title: String,
+    /// `claude` or `cursor-agent`.
+    pub agent: String,
+    pub pid: u32,
+    pub started_at: i64,
+    /// `<run>: <signal> (<detail>), <n> s ago [hook-derived,
+    /// non-authoritative]`, or `… no signal yet …`; `null` when the worker
+    /// has no lane (its registration failed).
+    pub last_signal: Option<String>,
+}
+
+/// The rows for the home's live workers, each with its run's lane view
+/// (run id = card id). Pure.
+pub fn worker_rows(
+    live: &[hoop_sentinel::worker::LiveWorker],
+    runs: &[hoop_guards::lane::RunView],
+    now: i64,
+) -> Vec<WorkerRow> {
+    live.iter()
+        .map(|w| WorkerRow {
+            card_id: w.card_id,
+            parent_id: w.parent_id,
+            conversation_id: w.conversation_id,
+            title: w.title.clone(),
+            agent: w.agent.word().to_string(),
+            pid: w.pid,
+            started_at: w.started_at,
+            last_signal: runs
+                .iter()
+                .find(|r| r.run_id == w.card_id.to_string())
+                .map(|r| r.describe(now)),
+        })
+        .collect()
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -127,6 +173,7 @@ pub struct Facts {
     pub phase: Option<Result<Option<Phase>, String>>,
     pub unit: Unit,
     pub drift: Option<Vec<String>>,
+    pub workers: Vec<WorkerRow>,
 }
 
 /// The row for one home: a pure function of what was read.
@@ -208,6 +255,7 @@ pub fn home_status(f: &Facts) -> HomeStatus {
         unit: f.unit,
         drift: f.drift.clone(),
         problems,
+        workers: f.workers.clone(),
     }
 }
 
@@ -363,6 +411,14 @@ pub fn facts(home: &Home) -> Facts {
             .map(|r| r.name().to_string())
             .collect(),
     );
+    let live = hoop_sentinel::worker::live_workers(home);
+    let workers = if live.is_empty() {
+        Vec::new()
+    } else {
+        let runs =
+            hoop_guards::lane::latest_signals(&hoop_guards::lane::runtime_dir(home), &home.name);
+        worker_rows(&live, &runs, hoop_core::clock::now_unix())
+    };
     Facts {
         home: home.name.clone(),
         lock,
@@ -374,6 +430,7 @@ pub fn facts(home: &Home) -> Facts {
         phase: Some(read_phase(&home.phase_path())),
         unit: Unit::default(),
         drift: None,
+        workers,
     }
 }
 
@@ -558,6 +615,19 @@ pub fn table(r: &Report) -> String {
         }
         for d in h.drift.iter().flatten() {
             out.push_str(&format!("{}: drift: {d}\n", h.home));
+        }
+        for w in &h.workers {
+            out.push_str(&format!(
+                "{}: worker on card {} (parent {}, room {}) {} pid {}: {}; {}\n",
+                h.home,
+                w.card_id,
+                w.parent_id,
+                w.conversation_id,
+                w.agent,
+                w.pid,
+                w.title,
+                w.last_signal.as_deref().unwrap_or("no hook-status lane")
+            ));
         }
     }
     out
@@ -944,5 +1014,58 @@ mod tests {
         assert!(word(Some(false), &["rm"]).contains(" NO HOOKS "));
         assert!(word(Some(true), &[]).contains(" DISARMED "));
         assert!(word(None, &["rm"]).contains(" ? "));
+    }
+
+    /// Each live worker gets its own run's signal (run id = card id), and
+    /// one with no registration says so with `null`.
+    #[test]
+    fn worker_rows_pair_each_worker_with_its_own_run() {
+        use hoop_sentinel::worker::{AgentKind, LiveWorker};
+        let live = |card: i64| LiveWorker {
+            card_id: card,
+            parent_id: 1,
+            conversation_id: 7,
+            title: format!("w{card}"),
+            agent: AgentKind::Claude,
+            pid: 100 + card as u32,
+            started_at: 50,
+        };
+        let run = |id: &str, latest: serde_json::Value| -> hoop_guards::lane::RunView {
+            serde_json::from_value(serde_json::json!({
+                "missionId": "bolt", "runId": id, "registeredAt": 0,
+                "latest": latest, "recent": [], "received": 1
+            }))
+            .unwrap()
+        };
+        let runs = [
+            run(
+                "12",
+                serde_json::json!({"signal": "tool-failed", "detail": "Bash", "at": 90}),
+            ),
+            run("13", serde_json::Value::Null),
+            run("99", serde_json::json!({"signal": "running", "at": 10})),
+        ];
+        let rows = worker_rows(&[live(12), live(13), live(14)], &runs, 100);
+        let got: Vec<(i64, u32, Option<&str>)> = rows
+            .iter()
+            .map(|r| (r.card_id, r.pid, r.last_signal.as_deref()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (
+                    12,
+                    112,
+                    Some("12: tool-failed (Bash), 10 s ago [hook-derived, non-authoritative]")
+                ),
+                (
+                    13,
+                    113,
+                    Some("13: no signal yet [hook-derived, non-authoritative]")
+                ),
+                (14, 114, None),
+            ]
+        );
+        assert_eq!(rows[0].agent, "claude");
     }
 }

@@ -134,6 +134,11 @@ pub fn prompt_path(home: &Home, card: CardId) -> PathBuf {
 pub fn log_path(home: &Home, card: CardId) -> PathBuf {
     worker_dir(home, card).join("worker.log")
 }
+/// The worker's hook-status spec (endpoint, token, ids; 0600), the one
+/// argument of its lifecycle hooks. Outside the scratch HOME.
+pub fn lane_spec_path(home: &Home, card: CardId) -> PathBuf {
+    worker_dir(home, card).join("hook-status.json")
+}
 pub fn record_path(home: &Home, card: CardId) -> PathBuf {
     worker_dir(home, card).join(WORKER_RECORD_FILE)
 }

@@ -189,7 +189,8 @@ fn prepare_and_start(
         prompt.as_bytes(),
         WriteOptions::SECRET,
     )?;
-    attach_lane(home, card.id, &scratch, agent);
+    let lane = attach_lane(home, card.id, &scratch, agent);
+    tracing::debug!(card = card.id, lane, "hook-status lane");
     let mut record = WorkerRecord {
         card_id: card.id,
         parent_id: card.parent_id.unwrap_or_default(),
@@ -226,10 +227,36 @@ fn prepare_and_start(
     Ok(child.id())
 }
 
-/// The hook-status lane of a worker (its per-run token, registration and
-/// lifecycle hooks in the scratch HOME). Not wired yet: a worker runs
-/// without a lane, which is what a failed registration means too.
-fn attach_lane(_home: &Home, _card: CardId, _scratch: &Path, _agent: AgentKind) {}
+/// The hook-status lane of a worker: a per-run token registered with the
+/// home's sentinel (mission = the home, run = the card) and the lifecycle
+/// hooks in the scratch HOME. Any failure means a worker without a lane,
+/// never a failed spawn.
+fn attach_lane(home: &Home, card: CardId, scratch: &Path, agent: AgentKind) -> bool {
+    use hoop_guards::lane;
+    let runtime = lane::runtime_dir(home);
+    let Some(run) = lane::register_run(&runtime, &home.name, &card.to_string()) else {
+        return false;
+    };
+    let program = match std::env::current_exe() {
+        Ok(p) => p,
+        Err(e) => {
+            tracing::warn!(card, error = %e, "hook-status: no program path; the worker has no lane");
+            return false;
+        }
+    };
+    let which = match agent {
+        AgentKind::Claude => lane::Agent::Claude,
+        AgentKind::CursorAgent => lane::Agent::CursorAgent,
+    };
+    let spec = worker::lane_spec_path(home, card);
+    match lane::install_lifecycle_hooks(scratch, which, &spec, &run, &program) {
+        Ok(_) => true,
+        Err(e) => {
+            tracing::warn!(card, error = %e, "hook-status: hooks not installed; the worker has no lane");
+            false
+        }
+    }
+}
 
 fn list(home: &str, json: bool) -> anyhow::Result<ExitCode> {
     let home = Home::open(home)?;

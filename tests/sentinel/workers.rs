@@ -280,6 +280,28 @@ async fn the_sentinels_agent_spawns_a_worker_and_the_parents_finish_stops_it() {
         card_now(&w, sub.id).await.lease_expires_at.is_some()
     })
     .await;
+    // `hoop status` lists the live worker with its card and the last
+    // hook-status signal its agent's lifecycle hooks sent.
+    until(
+        "hoop status shows the worker and its last hook signal",
+        || async {
+            let out = Command::new(env!("CARGO_BIN_EXE_hoop"))
+                .args(["status", "--json"])
+                .env(ROOT_ENV, w.root.path())
+                .output()
+                .unwrap();
+            let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+            let workers = &v["homes"][0]["workers"];
+            workers[0]["card_id"] == json!(sub.id)
+                && workers[0]["parent_id"] == json!(parent.id)
+                && workers.as_array().is_some_and(|a| a.len() == 1)
+                && workers[0]["last_signal"].as_str().is_some_and(|l| {
+                    l.starts_with(&format!("{}: running", sub.id))
+                        && l.contains("non-authoritative")
+                })
+        },
+    )
+    .await;
     // The worker's processes: the supervisor, the CLI, and the Bash command
     // it runs in a process group of its own.
     let mut procs = worker::process_tree(pid);
