@@ -8,7 +8,7 @@
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 mod cmd;
 
@@ -50,17 +50,56 @@ enum Command {
     Hooks(cmd::hooks::Command),
     /// Token usage from Claude Code's own transcripts.
     Usage(cmd::usage::Args),
+    /// One-shot agents on sub-cards: spawn one, list the live ones.
+    #[command(subcommand)]
+    Worker(cmd::worker::Command),
+    /// Every home on this machine at a glance: daemon, socket, last round, guards, unit.
+    Status(cmd::status::Args),
+    /// Restart sentinels one at a time through the service manager, safely.
+    Restart(cmd::restart::Args),
+    /// Print the shell completion script (bash, zsh or fish).
+    Completions(cmd::completions::Args),
+    /// Put every home of this machine in place: link, hooks, units, services.
+    Install(cmd::install::Args),
+    /// Check this machine: install drift, guards, secrets, clock, PATH, linger.
+    Doctor(cmd::doctor::Args),
+    /// Put an account on this machine (redeem a provisioning key).
+    #[command(subcommand)]
+    Provision(cmd::provision::Command),
+    /// MCP keys of reinforcement accounts (`add-line`).
+    #[command(subcommand)]
+    Mcp(cmd::mcp::Command),
+    /// A worker's lifecycle hook → one signal to the sentinel's loopback
+    /// endpoint (reads the payload on stdin; always exits 0).
+    HookStatus(cmd::hook_status::Args),
+}
+
+/// `hoop guard …` parsed on its own: a hook runs on every tool call of the
+/// agent, so it does not pay for building the parser of every other
+/// subcommand (about a third of its start-up).
+#[derive(Parser)]
+#[command(name = "hoop guard", about = "Hook guards for Claude Code and Cursor")]
+struct GuardCli {
+    #[command(subcommand)]
+    command: cmd::guard::Command,
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    // Hooks first: no runtime, no subscriber, no config beyond their own.
-    if let Command::Guard(c) = cli.command {
-        return cmd::guard::run(c);
+    // Hooks first: no runtime, no subscriber, no config beyond their own,
+    // and no parser beyond their own.
+    if std::env::args_os().nth(1).is_some_and(|a| a == "guard") {
+        let args = std::iter::once("hoop guard".into()).chain(std::env::args_os().skip(2));
+        return cmd::guard::run(GuardCli::parse_from(args).command);
     }
+    let cli = Cli::parse();
+    let cli = match cli.command {
+        Command::HookStatus(a) => return cmd::hook_status::run(a),
+        command => Cli { command },
+    };
     cmd::init_tracing();
     let result = match cli.command {
-        Command::Guard(_) => unreachable!("dispatched above"),
+        Command::Guard(c) => Ok(cmd::guard::run(c)),
+        Command::HookStatus(_) => unreachable!("dispatched above"),
         Command::Backend(c) => cmd::backend::run(c),
         Command::Sentinel(c) => cmd::sentinel::run(c),
         Command::Bridge(c) => cmd::bridge::run(c),
@@ -70,6 +109,14 @@ fn main() -> ExitCode {
         Command::Read(a) => cmd::read::run(a),
         Command::Hooks(c) => cmd::hooks::run(c),
         Command::Usage(a) => cmd::usage::run(a),
+        Command::Status(a) => cmd::status::run(a),
+        Command::Restart(a) => cmd::restart::run(a),
+        Command::Completions(a) => cmd::completions::run(a, Cli::command()),
+        Command::Install(a) => cmd::install::run(a),
+        Command::Doctor(a) => cmd::doctor::run(a),
+        Command::Provision(c) => cmd::provision::run(c),
+        Command::Mcp(c) => cmd::mcp::run(c),
+        Command::Worker(c) => cmd::worker::run(c),
     };
     match result {
         Ok(code) => code,

@@ -12,8 +12,8 @@ use thiserror::Error;
 
 use crate::routes::{self, admin as r};
 use crate::types::{
-    Card, Conversation, ConversationId, CreateCard, ErrorBody, Member, Message, MessageId,
-    MessageKind, MessagePage, SendMessage, User, UserId,
+    AssignTask, Card, Conversation, ConversationId, ErrorBody, Member, Message, MessageId,
+    MessageKind, MessagePage, ReinforceApplication, RevokedKeys, SendMessage, User, UserId,
 };
 
 // ---------------------------------------------------------------- wire types
@@ -69,7 +69,7 @@ pub struct MintMcpKey {
 }
 
 /// The freshly minted key: shown once, stored by the server as SHA-256 only.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct MintedMcpKey {
     pub user_id: UserId,
     pub key: String,
@@ -77,42 +77,124 @@ pub struct MintedMcpKey {
     pub ready_line: String,
 }
 
-/// What redeeming a provisioning key sets up.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+impl std::fmt::Debug for MintedMcpKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MintedMcpKey")
+            .field("user_id", &self.user_id)
+            .field("key", &"<redacted>")
+            .finish_non_exhaustive()
+    }
+}
+
+/// `POST admin::MCP_KEYS_REVOKE`: end every live key of a user.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct RevokeMcpKeys {
+    pub user_id: UserId,
+}
+
+/// What redeeming a provisioning key creates.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum ProvisionKind {
-    /// A daemon account: logs in with email + the fixed code.
+    /// A daemon account (`is_agent`, `fixed_otp`): logs in with email + the
+    /// fixed code (production's only kind, seed 002 L31).
+    #[default]
     Sentinel,
-    /// An MCP-key-only account: redeeming mints a `hoopmcp_…` key.
+    /// An MCP-key-only account (`is_agent`, no fixed code): redeeming mints
+    /// a `hoopmcp_…` key. The reference backend's shortcut; production
+    /// makes these through application and approval.
     Reinforcement,
 }
 
-/// `POST admin::PROVISION_KEYS`.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+/// `POST admin::PROVISION_KEYS`. The key creates a NEW account when
+/// redeemed; it names no existing user.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Default)]
 pub struct CreateProvisionKey {
-    pub user_id: UserId,
+    #[serde(default)]
     pub kind: ProvisionKind,
     /// A room the account joins on redeem.
     #[serde(default)]
     pub conversation_id: Option<ConversationId>,
+    /// The key's life in seconds; absent → 7 days, longer than 90 days →
+    /// clamped to 90 days (seed 002 L31).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl_secs: Option<i64>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct CreatedProvisionKey {
     /// `hoopprov_…`, shown once; stored as SHA-256 only.
     pub key: String,
-    pub user_id: UserId,
     pub kind: ProvisionKind,
     #[serde(default)]
     pub conversation_id: Option<ConversationId>,
+    /// Unusable from this time on (Unix seconds).
+    pub expires_at: i64,
 }
 
-/// `POST admin::CARDS`: a card created by the operator (optionally on behalf
-/// of `creator_id`).
+impl std::fmt::Debug for CreatedProvisionKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CreatedProvisionKey")
+            .field("key", &"<redacted>")
+            .field("kind", &self.kind)
+            .field("conversation_id", &self.conversation_id)
+            .field("expires_at", &self.expires_at)
+            .finish()
+    }
+}
+
+/// `POST admin::REINFORCE_APPROVE` → the application, now approved, and
+/// the account it created.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ApprovedApplication {
+    pub application: ReinforceApplication,
+    pub agent: User,
+}
+
+/// `POST admin::USER_STATE`: an inactive (disabled) account's MCP keys,
+/// JWTs and logins are refused; no key can be minted for it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct SetUserState {
+    pub active: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct UserState {
+    pub user_id: UserId,
+    pub active: bool,
+}
+
+/// A place inside a transaction where an armed fault fails the request
+/// (500 `internal`) after its writes and before the commit.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash)]
+#[serde(rename_all = "snake_case")]
+pub enum FaultPoint {
+    /// Redeem: the key taken, the account created, the room joined.
+    RedeemBeforeCommit,
+    /// Reinforcement key rotation: the old keys revoked, the new one stored.
+    RotateBeforeCommit,
+}
+
+/// `POST admin::FAULTS`: fail the next `times` requests reaching `point`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ArmFault {
+    pub point: FaultPoint,
+    #[serde(default = "one")]
+    pub times: u32,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// `POST admin::CARDS`: a card assigned by the operator in a room
+/// (optionally on behalf of `creator_id`), under the same rules as
+/// `POST /v1/workrooms/{cid}/tasks`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Default)]
 pub struct AdminCreateCard {
+    pub conversation_id: ConversationId,
     #[serde(flatten)]
-    pub card: CreateCard,
+    pub task: AssignTask,
     #[serde(default)]
     pub creator_id: Option<UserId>,
 }
@@ -312,6 +394,40 @@ impl AdminClient {
         req: &CreateProvisionKey,
     ) -> Result<CreatedProvisionKey, AdminError> {
         self.post(r::PROVISION_KEYS, req).await
+    }
+
+    /// Revoke every live MCP key of `user_id`.
+    pub async fn revoke_mcp_keys(&self, user_id: UserId) -> Result<RevokedKeys, AdminError> {
+        self.post(r::MCP_KEYS_REVOKE, &RevokeMcpKeys { user_id })
+            .await
+    }
+
+    /// Approve a reinforcement application: creates the agent account.
+    pub async fn approve_application(&self, id: i64) -> Result<ApprovedApplication, AdminError> {
+        self.post(
+            &routes::fill(r::REINFORCE_APPROVE, id),
+            &serde_json::json!({}),
+        )
+        .await
+    }
+
+    /// Make an account active or inactive.
+    pub async fn set_user_active(
+        &self,
+        user_id: UserId,
+        active: bool,
+    ) -> Result<UserState, AdminError> {
+        self.post(
+            &routes::fill(r::USER_STATE, user_id),
+            &SetUserState { active },
+        )
+        .await
+    }
+
+    /// Fail the next `times` requests reaching `point` (answered 500, the
+    /// transaction rolled back).
+    pub async fn arm_fault(&self, point: FaultPoint, times: u32) -> Result<ArmFault, AdminError> {
+        self.post(r::FAULTS, &ArmFault { point, times }).await
     }
 
     pub async fn create_card(&self, req: &AdminCreateCard) -> Result<Card, AdminError> {

@@ -26,7 +26,8 @@ pub enum Error {
     /// agent login gate, the fixed code simply stops working.
     #[error(
         "login refused ({message}): the backend did not take this email with the fixed code. \
-         Either the account is not an agent account with a fixed code, or the backend's agent \
+         Either the account is not an agent account with a fixed code (a reinforcement account \
+         has only its MCP key), or it is disabled, or the backend's agent \
          login gate is on (AGENT_LOGIN_SECRET or AGENT_LOGIN_CIDRS) and this machine meets \
          neither, and then the fixed code simply stops working: put the agent secret in the \
          root's agent.env (HOOP_AGENT_SECRET) or run from an allowed network"

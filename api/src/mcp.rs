@@ -35,6 +35,38 @@ pub const PROTOCOL_VERSION_HEADER: &str = "MCP-Protocol-Version";
 /// `Retry-After` (60 s), so a burst over the limit costs one wait, not a loop.
 pub const DEFAULT_MAX_RETRY_WAIT: Duration = Duration::from_secs(MCP_RETRY_AFTER_SECS);
 
+/// The name the MCP server is registered under in Claude Code.
+pub const CLAUDE_SERVER_NAME: &str = "hoop";
+/// Stands for the backend's public base when none is configured (seed 002
+/// L29: production gives a placeholder rather than invent a domain). The
+/// angle brackets make a pasted line fail in a shell instead of reaching
+/// some host.
+pub const BASE_PLACEHOLDER: &str = "<BACKEND_URL>";
+
+/// Whether `key` looks like an MCP key (`hoopmcp_` then letters, digits or
+/// `_`), so that nothing else (a provisioning key, a JWT, a line with
+/// quotes or spaces) is ever written into a `claude mcp add …` line.
+pub fn is_mcp_key(key: &str) -> bool {
+    key.strip_prefix(crate::headers::MCP_KEY_PREFIX)
+        .is_some_and(|rest| {
+            !rest.is_empty() && rest.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        })
+}
+
+/// THE `claude mcp add …` line for a reinforcement key (seed 002 L29): the
+/// backend's answers and `hoop mcp add-line` both print this, so the line
+/// has one spelling. `base` `None` or blank → [`BASE_PLACEHOLDER`].
+pub fn claude_add_line(base: Option<&str>, key: &str) -> String {
+    let base = base
+        .map(|b| b.trim().trim_end_matches('/'))
+        .filter(|b| !b.is_empty())
+        .unwrap_or(BASE_PLACEHOLDER);
+    format!(
+        "claude mcp add -s user --transport http {CLAUDE_SERVER_NAME} {base}{} --header \"Authorization: Bearer {key}\"",
+        routes::MCP
+    )
+}
+
 /// How to reach `/mcp` with one key. `Debug` redacts the key.
 #[derive(Clone)]
 pub struct McpConfig {
@@ -516,5 +548,51 @@ mod http_tests {
             .expect("bounded");
         assert!(matches!(r, Err(Error::RateLimited { .. })), "{r:?}");
         assert_eq!(calls.load(Ordering::SeqCst), 1 + MCP_RETRY_MAX_ATTEMPTS);
+    }
+}
+
+#[cfg(test)]
+mod add_line_tests {
+    use super::*;
+
+    #[test]
+    fn claude_add_line_table() {
+        let line = |b: &str| {
+            format!(
+                "claude mcp add -s user --transport http hoop {b}/mcp --header \"Authorization: Bearer hoopmcp_x\""
+            )
+        };
+        let cases: &[(Option<&str>, String)] = &[
+            (Some("http://127.0.0.1:9"), line("http://127.0.0.1:9")),
+            (Some("http://127.0.0.1:9/"), line("http://127.0.0.1:9")),
+            (
+                Some(" https://chat.example.org// "),
+                line("https://chat.example.org"),
+            ),
+            (None, line("<BACKEND_URL>")),
+            (Some(""), line("<BACKEND_URL>")),
+            (Some("  "), line("<BACKEND_URL>")),
+        ];
+        for (base, want) in cases {
+            assert_eq!(&claude_add_line(*base, "hoopmcp_x"), want, "{base:?}");
+        }
+    }
+
+    #[test]
+    fn is_mcp_key_table() {
+        let cases = [
+            ("hoopmcp_0123abcdef", true),
+            ("hoopmcp_a_b", true),
+            ("hoopmcp_", false),
+            ("hoopprov_0123", false),
+            ("eyJhbGciOi.x.y", false),
+            ("hoopmcp_ab cd", false),
+            ("hoopmcp_ab\"; rm -rf ~", false),
+            ("hoopmcp_ab\n", false),
+            ("", false),
+        ];
+        for (key, want) in cases {
+            assert_eq!(is_mcp_key(key), want, "{key:?}");
+        }
     }
 }

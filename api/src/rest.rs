@@ -18,7 +18,7 @@ use hoop_core::limits::{FAILURE_REPORT_MAX_WAIT, FAILURE_REPORT_RETRY_POLL};
 
 use crate::error::{Error, parse_retry_after};
 use crate::headers;
-use crate::routes::{self, fill};
+use crate::routes::{self, fill, fill_task};
 use crate::token::{self, CachedToken};
 use crate::types::*;
 
@@ -73,13 +73,17 @@ impl ClientConfig {
     }
 }
 
-/// Filter of `GET /v1/work/cards`.
+/// Filter of `GET /v1/workrooms/tasks`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CardFilter {
     /// `me`, `any`, or a user id as text; `None` is the backend's default
     /// (`me`).
     pub assignee: Option<String>,
     pub status: Option<CardStatus>,
+    pub parent_id: Option<CardId>,
+    pub conversation_id: Option<ConversationId>,
+    /// One card by id (with `assignee: any`: whoever it is assigned to).
+    pub id: Option<CardId>,
 }
 
 impl CardFilter {
@@ -87,8 +91,28 @@ impl CardFilter {
     pub fn mine() -> CardFilter {
         CardFilter {
             assignee: Some("me".into()),
-            status: None,
+            ..CardFilter::default()
         }
+    }
+}
+
+/// A refused claim after a successful assign: the error names the orphan
+/// (an error that already carries an id keeps its own).
+fn orphaned(task_id: CardId, e: Error) -> Error {
+    match e {
+        Error::Orphaned { .. } => e,
+        Error::NotFound { code, message } | Error::Refused { code, message, .. } => {
+            Error::Orphaned {
+                task_id,
+                code,
+                message,
+            }
+        }
+        other => Error::Orphaned {
+            task_id,
+            code: other.code().unwrap_or("claim_failed").to_string(),
+            message: other.to_string(),
+        },
     }
 }
 
@@ -465,7 +489,7 @@ impl Client {
             .map(|_| ())
     }
 
-    /// `GET /v1/work/cards?assignee=&status=`.
+    /// `GET /v1/workrooms/tasks?assignee=&status=&parent_id=&conversation_id=&id=`.
     pub async fn cards(&self, filter: &CardFilter) -> Result<Vec<Card>, Error> {
         let mut q = Vec::new();
         if let Some(a) = &filter.assignee {
@@ -474,72 +498,102 @@ impl Client {
         if let Some(s) = filter.status {
             q.push(("status", wire_word(&s)));
         }
-        self.call("cards", Method::GET, routes::CARDS, &q, NO_BODY)
+        for (k, v) in [
+            ("parent_id", filter.parent_id),
+            ("conversation_id", filter.conversation_id),
+            ("id", filter.id),
+        ] {
+            if let Some(v) = v {
+                q.push((k, v.to_string()));
+            }
+        }
+        self.call("cards", Method::GET, routes::TASKS, &q, NO_BODY)
             .await
     }
 
-    /// `GET /v1/work/cards/{id}`.
-    pub async fn card(&self, id: CardId) -> Result<Card, Error> {
-        self.call("card", Method::GET, &fill(routes::CARD, id), &[], NO_BODY)
+    /// `GET /v1/workrooms/{cid}/tasks/{id}`.
+    pub async fn card(&self, cid: ConversationId, id: CardId) -> Result<Card, Error> {
+        let path = fill_task(routes::WORKROOM_TASK, cid, id);
+        self.call("card", Method::GET, &path, &[], NO_BODY).await
+    }
+
+    /// `POST /v1/workrooms/{cid}/tasks`: assign a card in that room (queued).
+    pub async fn assign_task(&self, cid: ConversationId, task: &AssignTask) -> Result<Card, Error> {
+        let path = fill_task(routes::WORKROOM_TASKS, cid, "");
+        self.call("card", Method::POST, &path, &[], Some(task))
             .await
     }
 
-    /// `POST /v1/work/cards`.
-    pub async fn create_card(&self, card: &CreateCard) -> Result<Card, Error> {
-        self.call("card", Method::POST, routes::CARDS, &[], Some(card))
-            .await
-    }
-
-    /// `POST …/claim`: queued → working. Never opens a lease.
-    pub async fn claim_card(&self, id: CardId) -> Result<Card, Error> {
-        self.call(
-            "card",
-            Method::POST,
-            &fill(routes::CARD_CLAIM, id),
-            &[],
-            Some(&serde_json::json!({})),
-        )
-        .await
-    }
-
-    /// `POST …/progress`: a note; extends an existing lease only.
-    pub async fn card_progress(&self, id: CardId, note: &str) -> Result<Card, Error> {
-        let body = CardProgress {
-            note: note.to_string(),
+    /// `POST …/progress {"claim":true}`: queued → working. Never opens a
+    /// lease. A second top-level working card → `agent_busy`; a card that
+    /// is not queued → `not_claimable`.
+    pub async fn claim_task(&self, cid: ConversationId, id: CardId) -> Result<Card, Error> {
+        let body = TaskProgress {
+            claim: true,
+            line: None,
         };
-        self.call(
-            "card",
-            Method::POST,
-            &fill(routes::CARD_PROGRESS, id),
-            &[],
-            Some(&body),
-        )
-        .await
+        let path = fill_task(routes::WORKROOM_TASK_PROGRESS, cid, id);
+        self.call("card", Method::POST, &path, &[], Some(&body))
+            .await
+    }
+
+    /// Assign a card to the caller and claim it: production's
+    /// `work_task_start`, two transactions. When the claim is refused the
+    /// assigned card stays queued on the board: the error is
+    /// [`Error::Orphaned`] with its id, so the caller can finish it.
+    pub async fn start_task(&self, cid: ConversationId, task: &AssignTask) -> Result<Card, Error> {
+        let card = self.assign_task(cid, task).await?;
+        self.claim_task(cid, card.id)
+            .await
+            .map_err(|e| orphaned(card.id, e))
+    }
+
+    /// `POST …/progress {"line":…}`: a progress line; extends an existing
+    /// lease only, and counts as a heartbeat.
+    pub async fn task_progress(
+        &self,
+        cid: ConversationId,
+        id: CardId,
+        line: &str,
+    ) -> Result<Card, Error> {
+        let body = TaskProgress {
+            claim: false,
+            line: Some(line.to_string()),
+        };
+        let path = fill_task(routes::WORKROOM_TASK_PROGRESS, cid, id);
+        self.call("card", Method::POST, &path, &[], Some(&body))
+            .await
     }
 
     /// `POST …/lease`: renew (the only opener of a lease). A card that is not
     /// working answers 404 — never treat that as renewed.
-    pub async fn renew_lease(&self, id: CardId) -> Result<LeaseResponse, Error> {
+    pub async fn renew_lease(
+        &self,
+        cid: ConversationId,
+        id: CardId,
+    ) -> Result<LeaseResponse, Error> {
+        let path = fill_task(routes::WORKROOM_TASK_LEASE, cid, id);
         self.call(
             "lease",
             Method::POST,
-            &fill(routes::CARD_LEASE, id),
+            &path,
             &[],
             Some(&serde_json::json!({})),
         )
         .await
     }
 
-    /// `POST …/finish`.
-    pub async fn finish_card(&self, id: CardId, finish: &FinishCard) -> Result<Card, Error> {
-        self.call(
-            "card",
-            Method::POST,
-            &fill(routes::CARD_FINISH, id),
-            &[],
-            Some(finish),
-        )
-        .await
+    /// `POST …/finish`. A card already finished answers `updated: false`
+    /// (not an error): nothing changed.
+    pub async fn finish_task(
+        &self,
+        cid: ConversationId,
+        id: CardId,
+        finish: &FinishTask,
+    ) -> Result<FinishAnswer, Error> {
+        let path = fill_task(routes::WORKROOM_TASK_FINISH, cid, id);
+        self.call("finish", Method::POST, &path, &[], Some(finish))
+            .await
     }
 
     /// `POST /v1/windows`.
@@ -576,6 +630,47 @@ impl Client {
     pub async fn windows(&self) -> Result<Vec<WindowInfo>, Error> {
         self.call("windows", Method::GET, routes::WINDOWS, &[], NO_BODY)
             .await
+    }
+
+    /// `POST REINFORCE_APPLICATIONS`: ask for a reinforcement account.
+    pub async fn reinforce_apply(
+        &self,
+        req: &ReinforceApply,
+    ) -> Result<ReinforceApplication, Error> {
+        self.call(
+            "application",
+            Method::POST,
+            routes::REINFORCE_APPLICATIONS,
+            &[],
+            Some(req),
+        )
+        .await
+    }
+
+    /// `POST REINFORCE_AGENT_KEY` as the approved owner: the old keys are
+    /// revoked and a new one minted in one transaction.
+    pub async fn rotate_reinforce_key(&self, agent: UserId) -> Result<ReinforceKey, Error> {
+        self.call(
+            "reinforcement key",
+            Method::POST,
+            &fill(routes::REINFORCE_AGENT_KEY, agent),
+            &[],
+            Some(&serde_json::json!({})),
+        )
+        .await
+    }
+
+    /// `DELETE REINFORCE_AGENT_KEY` as the approved owner: every live key
+    /// of the account is revoked.
+    pub async fn revoke_reinforce_key(&self, agent: UserId) -> Result<RevokedKeys, Error> {
+        self.call(
+            "revoked keys",
+            Method::DELETE,
+            &fill(routes::REINFORCE_AGENT_KEY, agent),
+            &[],
+            NO_BODY,
+        )
+        .await
     }
 }
 

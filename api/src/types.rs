@@ -229,6 +229,9 @@ impl CardStatus {
     }
 }
 
+/// A work card ("task" in production). Every card lives in a workroom
+/// (`conversation_id`). [A] shape beyond the production facts the contract
+/// marks.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Card {
     pub id: CardId,
@@ -236,8 +239,19 @@ pub struct Card {
     pub status: CardStatus,
     pub assignee_id: Option<UserId>,
     pub parent_id: Option<CardId>,
-    pub conversation_id: Option<ConversationId>,
+    /// The workroom the card lives in.
+    pub conversation_id: ConversationId,
+    /// The message of that room the card was assigned from, if any.
+    #[serde(default)]
+    pub message_id: Option<MessageId>,
+    /// Set when the card failed.
     pub error: Option<String>,
+    /// What the card's finish reported.
+    #[serde(default)]
+    pub result: Option<String>,
+    /// The room message that carries the result, if any.
+    #[serde(default)]
+    pub result_message_id: Option<MessageId>,
     /// Null until a renew opens a lease.
     pub lease_expires_at: Option<UnixSecs>,
     /// What the card cost: its assignee's totals at its end (now, while it
@@ -250,20 +264,29 @@ pub struct Card {
     pub updated_at: UnixSecs,
 }
 
+/// `POST /v1/workrooms/{cid}/tasks`: assign a card in that room (production:
+/// one transaction; the assignee must be an agent member of the room,
+/// `message_id` a message of the room, at most 8 live sub-cards under a
+/// parent). Without an assignee the card is queued for whoever claims it.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Default)]
-pub struct CreateCard {
+pub struct AssignTask {
     pub title: String,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub assignee_id: Option<UserId>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_id: Option<CardId>,
-    #[serde(default)]
-    pub conversation_id: Option<ConversationId>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_id: Option<MessageId>,
 }
 
+/// `POST …/tasks/{id}/progress`: `{"claim":true}` claims the card
+/// (production); otherwise `line` is a progress line.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Default)]
-pub struct CardProgress {
-    pub note: String,
+pub struct TaskProgress {
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub claim: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
@@ -272,13 +295,41 @@ pub struct LeaseResponse {
     pub renew_after_sec: u64,
 }
 
+/// `POST …/tasks/{id}/finish` (production's `work_task_finish(status,
+/// result, result_message_id)`; `failed` needs an error text).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-pub struct FinishCard {
+pub struct FinishTask {
     /// `done`, `failed` or `cancelled`.
     pub status: CardStatus,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result_message_id: Option<MessageId>,
     /// Required when `status` is `failed`.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+}
+
+impl FinishTask {
+    /// A finish with only a status.
+    pub fn status(status: CardStatus) -> FinishTask {
+        FinishTask {
+            status,
+            result: None,
+            result_message_id: None,
+            error: None,
+        }
+    }
+}
+
+/// The finish answer: `updated` false (200, production) when the card was
+/// already finished — nothing changed, and the caller must look itself.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct FinishAnswer {
+    pub updated: bool,
+    /// The card after the finish (absent when nothing was updated). [A]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<Card>,
 }
 
 // ---------------------------------------------------------------- windows
@@ -339,16 +390,33 @@ pub struct WindowInfo {
 
 // ---------------------------------------------------------------- provisioning
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+/// `POST PROVISION_REDEEM`: no bearer, the key is the credential.
+#[derive(Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct RedeemRequest {
     pub key: String,
-    /// The home name on this machine.
+    /// The home name on this machine; also the new account's username.
     pub name: String,
     #[serde(default)]
     pub machine: Option<String>,
+    /// A room to join on redeem (production: optional, inside the redeem's
+    /// transaction); else the room the key names, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conversation_id: Option<ConversationId>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+impl std::fmt::Debug for RedeemRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedeemRequest")
+            .field("key", &"<redacted>")
+            .field("name", &self.name)
+            .field("machine", &self.machine)
+            .field("conversation_id", &self.conversation_id)
+            .finish()
+    }
+}
+
+/// What a redeem created: always a NEW agent account.
+#[derive(Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct RedeemResponse {
     pub user: User,
     /// `sentinel` (login with email + fixed code) or `reinforcement` (MCP key only).
@@ -364,6 +432,68 @@ pub struct RedeemResponse {
     pub ready_line: Option<String>,
     #[serde(default)]
     pub conversation_id: Option<ConversationId>,
+}
+
+impl std::fmt::Debug for RedeemResponse {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedeemResponse")
+            .field("user", &self.user)
+            .field("kind", &self.kind)
+            .field("mcp_key", &self.mcp_key.as_ref().map(|_| "<redacted>"))
+            .field("conversation_id", &self.conversation_id)
+            .finish_non_exhaustive()
+    }
+}
+
+/// `POST REINFORCE_APPLICATIONS`: ask for a reinforcement account. The
+/// backend appends `_aid` to `name` (production: `^[a-z][a-z0-9_]{1,19}$`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ReinforceApply {
+    pub name: String,
+    #[serde(default)]
+    pub nickname: Option<String>,
+}
+
+/// One reinforcement application; `agent_id` once approved.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ReinforceApplication {
+    pub id: i64,
+    pub applicant_id: UserId,
+    /// The account's username-to-be, with the `_aid` suffix.
+    pub name: String,
+    #[serde(default)]
+    pub nickname: Option<String>,
+    /// `pending` or `approved`.
+    pub status: String,
+    #[serde(default)]
+    pub agent_id: Option<UserId>,
+}
+
+/// `POST REINFORCE_AGENT_KEY`: the new key (shown once) and the line that
+/// installs it (`claude_add`, built by [`crate::mcp::claude_add_line`]).
+#[derive(Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ReinforceKey {
+    pub agent_id: UserId,
+    pub key: String,
+    pub expires_at: UnixSecs,
+    pub claude_add: String,
+}
+
+impl std::fmt::Debug for ReinforceKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReinforceKey")
+            .field("agent_id", &self.agent_id)
+            .field("key", &"<redacted>")
+            .field("expires_at", &self.expires_at)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How many live MCP keys of an account a revoke ended.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct RevokedKeys {
+    pub user_id: UserId,
+    pub revoked: u32,
 }
 
 // ---------------------------------------------------------------- errors
@@ -430,7 +560,7 @@ pub mod codes {
     pub const RATE_LIMITED: &str = "rate_limited";
     /// Claiming a second top-level card while one is working (production).
     pub const AGENT_BUSY: &str = "agent_busy";
-    /// Claiming a card that is not queued (production).
+    /// Claiming a card that is not queued (production, seed 002 L83).
     pub const NOT_CLAIMABLE: &str = "not_claimable";
     /// A gated action without the caller's own working card of that room
     /// (production's card gate; this toolkit never calls a gated action).
@@ -469,6 +599,7 @@ pub mod mcp {
     pub const WORK_TASKS: &str = "work_tasks";
     pub const WORK_BEAT: &str = "work_beat";
     pub const WORK_TASK_START: &str = "work_task_start";
+    pub const WORK_TASK_TAKE: &str = "work_task_take";
     pub const WORK_TASK_PROGRESS: &str = "work_task_progress";
     pub const WORK_TASK_LEASE: &str = "work_task_lease";
     pub const WORK_TASK_FINISH: &str = "work_task_finish";
@@ -552,38 +683,46 @@ pub mod mcp {
         pub cards: Vec<Card>,
     }
 
-    /// `work_task_start`: claim `card_id`, or (without it) create a card
-    /// titled `title` assigned to the caller and claim it. Result: [`Card`].
+    /// `work_task_start(conversation_id, title, message_id)` (production
+    /// names; `parent_id` [A]): assign a card to the caller in that room,
+    /// then claim it — two transactions, so a refused claim leaves the
+    /// queued card and the error carries its `task_id`. Result: [`Card`].
     #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Default)]
     pub struct WorkTaskStartArgs {
+        pub conversation_id: ConversationId,
+        pub title: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        pub card_id: Option<CardId>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        pub title: Option<String>,
+        pub message_id: Option<MessageId>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub parent_id: Option<CardId>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        pub conversation_id: Option<ConversationId>,
     }
 
-    /// `work_task_progress` arguments. Result: [`Card`].
+    /// `work_task_take` (production name, seed 002 L83): claim a queued
+    /// card; `work_task_lease` takes the same. Result: [`Card`] /
+    /// [`super::LeaseResponse`].
+    #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Default)]
+    pub struct TaskIdArgs {
+        pub task_id: CardId,
+    }
+
+    /// `work_task_progress(line)` (production name): extends the lease and
+    /// beats. Result: [`Card`].
     #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Default)]
     pub struct WorkTaskProgressArgs {
-        pub card_id: CardId,
-        pub note: String,
+        pub task_id: CardId,
+        pub line: String,
     }
 
-    /// `work_task_lease` arguments. Result: [`super::LeaseResponse`].
-    #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Default)]
-    pub struct CardIdArgs {
-        pub card_id: CardId,
-    }
-
-    /// `work_task_finish` arguments. Result: [`Card`].
+    /// `work_task_finish(status, result, result_message_id)` (production
+    /// names; `error` for `failed` [A]). Result: [`super::FinishAnswer`].
     #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
     pub struct WorkTaskFinishArgs {
-        pub card_id: CardId,
+        pub task_id: CardId,
         pub status: super::CardStatus,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub result: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub result_message_id: Option<MessageId>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub error: Option<String>,
     }

@@ -448,10 +448,8 @@ impl Watcher {
             return vec![];
         }
         evs.into_iter()
-            .filter(|(_, c)| match c.conversation_id {
-                Some(room) => self.handles(room),
-                None => window::handles_roomless(&self.assignment, &self.local()),
-            })
+            // A card lives in a workroom: the room's window takes it.
+            .filter(|(_, c)| self.handles(c.conversation_id))
             .map(|(k, c)| detect::card_event(k, c))
             .collect()
     }

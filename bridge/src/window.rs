@@ -49,16 +49,6 @@ pub fn handles(a: &Assignment, local: &Local, room: ConversationId) -> bool {
     }
 }
 
-/// Does this window take events that belong to no room (a card without a
-/// conversation)? The window that takes the rest: fallback, or the local
-/// rule without `--rooms`.
-pub fn handles_roomless(a: &Assignment, local: &Local) -> bool {
-    match a {
-        Assignment::NeverSynced => local.rooms.is_empty(),
-        Assignment::Synced(s) => s.mode == WindowMode::Fallback,
-    }
-}
-
 /// What one `window_sync` came back with.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SyncOutcome {
@@ -120,16 +110,6 @@ mod tests {
         for (a, local, room, want) in &cases {
             assert_eq!(handles(a, local, *room), *want, "{a:?} {local:?} {room}");
         }
-        assert!(handles_roomless(&Assignment::NeverSynced, &claimed));
-        assert!(!handles_roomless(&Assignment::NeverSynced, &with_rooms));
-        assert!(handles_roomless(
-            &sync(WindowMode::Fallback, &[], &[]),
-            &with_rooms
-        ));
-        assert!(!handles_roomless(
-            &sync(WindowMode::Rooms, &[1], &[]),
-            &claimed
-        ));
     }
 
     #[test]

@@ -26,20 +26,8 @@ impl WriteOptions {
 
 /// Write `data` to `path` atomically, creating parent directories.
 pub fn write_atomic(path: &Path, data: &[u8], opts: WriteOptions) -> io::Result<()> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    fs::create_dir_all(dir)?;
-    let name = path
-        .file_name()
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "path has no file name"))?;
-    let tmp = dir.join(format!(
-        ".{}.tmp.{}.{}",
-        name.to_string_lossy(),
-        std::process::id(),
-        unique_suffix()
-    ));
+    let (dir, tmp) = temp_beside(path)?;
+    let dir = dir.as_path();
     let result = (|| {
         let mut f = open_new(&tmp, opts.mode)?;
         f.write_all(data)?;
@@ -67,6 +55,43 @@ pub fn write_json_atomic<T: serde::Serialize>(
     write_atomic(path, &data, opts)
 }
 
+/// Point the symlink `link` at `target` atomically: a new link under a
+/// temporary name, renamed over the old one (a reader sees the old target or
+/// the new, never no link). Creates the parent directory.
+#[cfg(unix)]
+pub fn symlink_atomic(target: &Path, link: &Path) -> io::Result<()> {
+    let (dir, tmp) = temp_beside(link)?;
+    std::os::unix::fs::symlink(target, &tmp)?;
+    if let Err(e) = fs::rename(&tmp, link) {
+        let _ = fs::remove_file(&tmp);
+        return Err(e);
+    }
+    if let Ok(d) = File::open(&dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+/// The directory of `path` (created) and a fresh temporary name in it, so
+/// the final rename stays on one file system.
+fn temp_beside(path: &Path) -> io::Result<(std::path::PathBuf, std::path::PathBuf)> {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    fs::create_dir_all(dir)?;
+    let name = path
+        .file_name()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "path has no file name"))?;
+    let tmp = dir.join(format!(
+        ".{}.tmp.{}.{}",
+        name.to_string_lossy(),
+        std::process::id(),
+        unique_suffix()
+    ));
+    Ok((dir.to_path_buf(), tmp))
+}
+
 fn unique_suffix() -> u64 {
     use std::sync::atomic::{AtomicU64, Ordering};
     static N: AtomicU64 = AtomicU64::new(0);
@@ -91,6 +116,17 @@ fn open_new(path: &Path, _mode: u32) -> io::Result<File> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(unix)]
+    #[test]
+    fn symlink_is_replaced_in_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let link = dir.path().join("bin/hoop");
+        symlink_atomic(Path::new("/a"), &link).unwrap();
+        symlink_atomic(Path::new("/b"), &link).unwrap();
+        assert_eq!(fs::read_link(&link).unwrap(), Path::new("/b"));
+        assert_eq!(fs::read_dir(dir.path().join("bin")).unwrap().count(), 1);
+    }
 
     #[test]
     fn writes_replaces_and_sets_mode() {

@@ -102,6 +102,12 @@ impl Home {
     pub fn token_path(&self) -> PathBuf {
         self.dir().join(".token.json")
     }
+    /// A reinforcement account's MCP key (`hoopmcp_…`), mode 0600: what
+    /// `hoop mcp add-line --home` reads. Its presence marks a home whose
+    /// account has no login (no sentinel runs for it).
+    pub fn mcp_key_path(&self) -> PathBuf {
+        self.dir().join(".mcp_key")
+    }
     /// The agent CLI's session id for this home.
     pub fn session_id_path(&self) -> PathBuf {
         self.dir().join("session.id")
@@ -154,6 +160,11 @@ impl Home {
     }
     pub fn logs_dir(&self) -> PathBuf {
         self.dir().join("logs")
+    }
+    /// One directory per worker (`workers/<card>/`: its record, scratch
+    /// HOME, working directory, prompt and log).
+    pub fn workers_dir(&self) -> PathBuf {
+        self.dir().join("workers")
     }
 
     /// Load `config.json`.

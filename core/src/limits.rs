@@ -127,3 +127,51 @@ pub const WINDOW_SYNC_INTERVAL: Duration = Duration::from_secs(30);
 
 /// Hook payloads are read up to this many bytes; a larger one is not parsed.
 pub const HOOK_STDIN_CAP_BYTES: usize = 4 * 1024 * 1024;
+
+// ---------------------------------------------------------------- patrols, event kinds
+
+/// Body cap of an `alert` event (seed 000): truncating an alert loses detail
+/// about one incident, and 4 KB holds what a person needs to act on one.
+pub const ALERT_BODY_CAP_BYTES: usize = 4 * 1024;
+/// Body cap of a `task` event (seed 000): the same size as an alert; a task
+/// names one piece of work.
+pub const TASK_BODY_CAP_BYTES: usize = 4 * 1024;
+/// Body cap of a `brief` event (seed 000): larger because a brief is a
+/// procedure, and truncating one deletes STEPS — the run then does most of
+/// a job and reports success.
+pub const BRIEF_BODY_CAP_BYTES: usize = 16 * 1024;
+/// A patrol's prescan runs at most this long unless its declaration says
+/// otherwise: a prescan is plain code over local state and an API or two.
+pub const PATROL_PRESCAN_TIMEOUT: Duration = Duration::from_secs(60);
+/// A prescan's stderr is kept up to this many bytes for the failure text
+/// (the end of it, where the error usually is).
+pub const PATROL_STDERR_KEEP_BYTES: usize = 2 * 1024;
+// ---------------------------------------------------------------- service units
+
+/// The sentinel's exit code when another instance already holds the home's
+/// account lock. The service units list it in `RestartPreventExitStatus=`:
+/// restarting cannot help while the other instance lives, and a restart
+/// loop against a held lock only fills the log.
+pub const SENTINEL_EXIT_LOCK_HELD: u8 = 3;
+/// The sentinel's exit code for a fatal configuration error (a home, config
+/// or state file it cannot use): `EX_CONFIG` from sysexits(3). Listed in
+/// `RestartPreventExitStatus=` too: only a person editing a file fixes it.
+pub const SENTINEL_EXIT_CONFIG: u8 = 78;
+/// systemd `RestartSec=`: a crash comes back after this long, which keeps
+/// an unforeseen crash loop at one start per 10 s.
+pub const UNIT_RESTART_SEC: u64 = 10;
+/// launchd `ThrottleInterval` (seconds). launchd has no per-exit-code
+/// "do not restart", so a fatal config error or a held lock is retried once
+/// a minute, never in a tight loop; a fixed config file is picked up within
+/// a minute without anyone touching launchd.
+pub const LAUNCHD_THROTTLE_SEC: u64 = 60;
+/// How far the local clock may drift from the backend's before `hoop doctor`
+/// calls it an error: JWTs live 15 minutes and are refreshed 60 s before
+/// expiry, so a skew past the refresh margin makes logins expire early.
+pub const CLOCK_SKEW_ERROR: Duration = Duration::from_secs(60);
+/// Below the error threshold, a skew above this is reported as a warning.
+pub const CLOCK_SKEW_WARN: Duration = Duration::from_secs(5);
+/// How long `hoop doctor` waits for a backend's answer when reading its
+/// clock: long enough for a slow link, short enough that a dead backend does
+/// not stall the whole report.
+pub const DOCTOR_CLOCK_TIMEOUT: Duration = Duration::from_secs(5);

@@ -27,6 +27,9 @@ pub struct Spec {
     pub matcher: Option<&'static str>,
     /// Arguments after the program: `guard act`, …
     pub args: Vec<String>,
+    /// The hook's `timeout` in seconds, written only when set (the
+    /// hook-status lane's lifecycle hooks carry one).
+    pub timeout: Option<u64>,
 }
 
 fn spec(event: &'static str, matcher: Option<&'static str>, args: &[&str]) -> Spec {
@@ -34,6 +37,7 @@ fn spec(event: &'static str, matcher: Option<&'static str>, args: &[&str]) -> Sp
         event,
         matcher,
         args: args.iter().map(|s| s.to_string()).collect(),
+        timeout: None,
     }
 }
 
@@ -211,12 +215,19 @@ pub fn merge(
                 Change::Updated { from, to: want }
             }
             None => {
+                let mut hook = match target {
+                    Target::Claude => json!({"type": "command", "command": want}),
+                    Target::Cursor => json!({"command": want}),
+                };
+                if let Some(t) = s.timeout {
+                    hook["timeout"] = json!(t);
+                }
                 list.push(match target {
                     Target::Claude => json!({
                         "matcher": s.matcher.unwrap_or(""),
-                        "hooks": [{"type": "command", "command": want}],
+                        "hooks": [hook],
                     }),
-                    Target::Cursor => json!({"command": want}),
+                    Target::Cursor => hook,
                 });
                 Change::Added(want)
             }
@@ -224,6 +235,104 @@ pub fn merge(
         changes.push(change);
     }
     Ok(changes)
+}
+
+/// Why a settings file could not be merged.
+#[derive(Debug, thiserror::Error)]
+pub enum FileError {
+    #[error("reading {path}: {source}")]
+    Read {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path} is not valid JSON ({source}); fix it by hand first")]
+    Json {
+        path: std::path::PathBuf,
+        source: serde_json::Error,
+    },
+    #[error("merging into {path}: {source}")]
+    Merge {
+        path: std::path::PathBuf,
+        source: InstallError,
+    },
+    #[error("writing {path}: {source}")]
+    Write {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// The settings file at `path` merged with `specs`: the changes, and the
+/// new bytes when anything drifted (`None` when the file is up to date).
+/// Reads only; [`merge_file`] writes.
+pub fn merge_plan(
+    target: Target,
+    path: &std::path::Path,
+    program: &str,
+    specs: &[Spec],
+) -> Result<(Vec<Change>, Option<Vec<u8>>), FileError> {
+    let mut settings = match std::fs::read(path) {
+        Ok(bytes) => serde_json::from_slice(&bytes).map_err(|source| FileError::Json {
+            path: path.to_path_buf(),
+            source,
+        })?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Value::Null,
+        Err(source) => {
+            return Err(FileError::Read {
+                path: path.to_path_buf(),
+                source,
+            });
+        }
+    };
+    let changes =
+        merge(target, &mut settings, program, specs).map_err(|source| FileError::Merge {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    if !changes.iter().any(Change::is_drift) {
+        return Ok((changes, None));
+    }
+    let mut data = serde_json::to_vec_pretty(&settings).expect("a JSON value serializes");
+    data.push(b'\n');
+    Ok((changes, Some(data)))
+}
+
+/// Merge `specs` into the settings file at `path` and write it atomically
+/// when anything drifted, keeping the file's permissions (it may hold API
+/// keys in `env`). Returns the changes (all `Present` when nothing was
+/// written).
+pub fn merge_file(
+    target: Target,
+    path: &std::path::Path,
+    program: &str,
+    specs: &[Spec],
+) -> Result<Vec<Change>, FileError> {
+    let (changes, data) = merge_plan(target, path, program, specs)?;
+    if let Some(data) = data {
+        let opts = hoop_core::fsutil::WriteOptions {
+            mode: file_mode(path).unwrap_or(hoop_core::fsutil::WriteOptions::default().mode),
+        };
+        hoop_core::fsutil::write_atomic(path, &data, opts).map_err(|source| FileError::Write {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    }
+    Ok(changes)
+}
+
+fn file_mode(path: &std::path::Path) -> Option<u32> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(path)
+            .ok()
+            .map(|m| m.permissions().mode() & 0o7777)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        None
+    }
 }
 
 /// Our existing command string for `spec` in an event's list, if any.

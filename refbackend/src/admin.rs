@@ -10,16 +10,16 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use hoop_api::admin::{
-    AddMember, AdminCreateCard, ClockAdvance, ClockNow, CreateConversation, CreateProvisionKey,
-    CreateUser, CreatedProvisionKey, MintMcpKey, MintedMcpKey, PostAs, Push, PushEvent, Pushed,
+    AddMember, AdminCreateCard, ArmFault, ClockAdvance, ClockNow, CreateConversation,
+    CreateProvisionKey, CreateUser, CreatedProvisionKey, MintMcpKey, MintedMcpKey, PostAs, Push,
+    PushEvent, Pushed, RevokeMcpKeys, SetUserState,
 };
 use hoop_api::routes::admin as r;
 use hoop_api::types::WsEvent;
 
 use crate::App;
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{Admin, Id, JsonBody, Q};
-use crate::rules;
+use crate::extract::{Admin, Id, JsonBody, OptJson, Q};
 
 type S = State<Arc<App>>;
 
@@ -29,8 +29,12 @@ pub fn routes() -> Router<Arc<App>> {
         .route(r::CONVERSATIONS, post(create_conversation))
         .route(r::CONVERSATION_MEMBERS, post(add_member))
         .route(r::CONVERSATION_MESSAGES, get(read_room).post(post_as))
+        .route(r::USER_STATE, post(set_user_state))
         .route(r::MCP_KEYS, post(mint_mcp_key))
+        .route(r::MCP_KEYS_REVOKE, post(revoke_mcp_keys))
         .route(r::PROVISION_KEYS, post(create_provision_key))
+        .route(r::REINFORCE_APPROVE, post(approve_application))
+        .route(r::FAULTS, post(arm_fault))
         .route(r::CARDS, post(create_card))
         .route(r::PUSH, post(push))
         .route(r::CLOCK_ADVANCE, post(advance_clock))
@@ -97,6 +101,15 @@ async fn post_as(
     Ok(created(msg))
 }
 
+async fn set_user_state(
+    State(app): S,
+    _: Admin,
+    Id(user): Id,
+    JsonBody(req): JsonBody<SetUserState>,
+) -> ApiResult<Response> {
+    Ok(axum::Json(app.store().set_active(user, req.active)?).into_response())
+}
+
 async fn mint_mcp_key(
     State(app): S,
     _: Admin,
@@ -105,7 +118,7 @@ async fn mint_mcp_key(
     let key = app
         .store()
         .mint_mcp_key(app.clock.now(), req.user_id, req.ttl_secs)?;
-    let ready_line = rules::ready_line(&app.base_url, &key);
+    let ready_line = hoop_api::mcp::claude_add_line(app.public_base.as_deref(), &key);
     Ok(created(MintedMcpKey {
         user_id: req.user_id,
         key,
@@ -113,19 +126,45 @@ async fn mint_mcp_key(
     }))
 }
 
+async fn revoke_mcp_keys(
+    State(app): S,
+    _: Admin,
+    JsonBody(req): JsonBody<RevokeMcpKeys>,
+) -> ApiResult<Response> {
+    let r = app.store().revoke_mcp_keys(app.clock.now(), req.user_id)?;
+    Ok(axum::Json(r).into_response())
+}
+
 async fn create_provision_key(
     State(app): S,
     _: Admin,
     JsonBody(req): JsonBody<CreateProvisionKey>,
 ) -> ApiResult<Response> {
-    let key = app.store().create_provision_key(app.clock.now(), &req)?;
-    app.hub.push(&[req.user_id], &WsEvent::ProvisionPending {});
+    let (key, expires_at) = app.store().create_provision_key(app.clock.now(), &req)?;
     Ok(created(CreatedProvisionKey {
         key,
-        user_id: req.user_id,
         kind: req.kind,
         conversation_id: req.conversation_id,
+        expires_at,
     }))
+}
+
+async fn approve_application(
+    State(app): S,
+    _: Admin,
+    Id(id): Id,
+    OptJson(_): OptJson<serde_json::Value>,
+) -> ApiResult<Response> {
+    Ok(axum::Json(app.store().approve(app.clock.now(), id)?).into_response())
+}
+
+async fn arm_fault(
+    State(app): S,
+    _: Admin,
+    JsonBody(req): JsonBody<ArmFault>,
+) -> ApiResult<Response> {
+    app.store().arm_fault(req.point, req.times);
+    Ok(axum::Json(req).into_response())
 }
 
 async fn create_card(
@@ -146,7 +185,7 @@ pub(crate) fn notify_assignee(app: &App, card: &hoop_api::types::Card, creator: 
         app.hub.push(
             &[a],
             &WsEvent::TaskRecheck {
-                conversation_id: card.conversation_id,
+                conversation_id: Some(card.conversation_id),
             },
         );
     }

@@ -78,3 +78,17 @@ pub const MCP_KEY_DEFAULT_TTL_SECS: i64 = 90 * 24 * 3600;
 pub const MCP_KEY_MAX_TTL_SECS: i64 = 365 * 24 * 3600;
 /// Clock skew tolerated when checking a bearer's expiry (seed 002 L7 §0.1).
 pub const MCP_BEARER_SKEW_SECS: i64 = 30;
+
+/// A provisioning key's life when none is asked for: 7 days (seed 002 L31).
+pub const PROVISION_KEY_DEFAULT_TTL_SECS: i64 = 7 * 24 * 3600;
+/// The longest a provisioning key may live: 90 days; longer asks are
+/// clamped (seed 002 L31).
+pub const PROVISION_KEY_MAX_TTL_SECS: i64 = 90 * 24 * 3600;
+
+/// Domain of the emails the reference backend gives the accounts it creates
+/// (redeem, approval). `.invalid` is reserved (RFC 2606): the address can
+/// never reach anyone, and it is only the login name.
+pub const AGENT_EMAIL_DOMAIN: &str = "agents.invalid";
+
+/// Appended to a reinforcement application's name (seed 002 L29).
+pub const REINFORCEMENT_NAME_SUFFIX: &str = "_aid";

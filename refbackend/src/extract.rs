@@ -93,6 +93,45 @@ impl FromRequestParts<Arc<App>> for Id {
     }
 }
 
+/// A workroom path's `{cid}` (the room) and, when the route has it, `{id}`
+/// (the card).
+pub struct TaskPath {
+    pub cid: i64,
+    pub id: Option<i64>,
+}
+
+impl FromRequestParts<Arc<App>> for TaskPath {
+    type Rejection = ApiError;
+    async fn from_request_parts(parts: &mut Parts, state: &Arc<App>) -> Result<Self, ApiError> {
+        let Path(m) =
+            Path::<std::collections::HashMap<String, String>>::from_request_parts(parts, state)
+                .await
+                .map_err(|_| ApiError::bad_request("missing ids in the path"))?;
+        let num = |k: &str| -> Result<Option<i64>, ApiError> {
+            m.get(k)
+                .map(|s| {
+                    s.parse::<i64>()
+                        .map_err(|_| ApiError::bad_request(format!("{s:?} is not a numeric id")))
+                })
+                .transpose()
+        };
+        let cid =
+            num("cid")?.ok_or_else(|| ApiError::bad_request("missing room id in the path"))?;
+        Ok(TaskPath {
+            cid,
+            id: num("id")?,
+        })
+    }
+}
+
+impl TaskPath {
+    /// The card id of a route that has one.
+    pub fn card(&self) -> Result<i64, ApiError> {
+        self.id
+            .ok_or_else(|| ApiError::bad_request("missing card id in the path"))
+    }
+}
+
 /// A string `{id}` path parameter (window ids).
 pub struct StrId(pub String);
 
@@ -137,8 +176,8 @@ pub fn user_from_jwt(app: &App, token: &str) -> Result<User, ApiError> {
         other => ApiError::unauthorized(other.to_string()),
     })?;
     app.store()
-        .user(claims.sub)?
-        .ok_or_else(|| ApiError::unauthorized("the token's user no longer exists"))
+        .active_user(claims.sub)?
+        .ok_or_else(|| ApiError::unauthorized("the token's account is gone or inactive"))
 }
 
 /// The logged-in caller (JWT).

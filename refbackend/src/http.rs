@@ -11,9 +11,9 @@ use axum::routing::{get, post};
 use hoop_api::admin::AdminCreateCard;
 use hoop_api::routes as r;
 use hoop_api::types::{
-    CardProgress, CardStatus, CreateCard, FinishCard, HeartbeatRequest, HeartbeatResponse,
-    LoginRequest, LoginResponse, Message, MessageKind, RedeemRequest, RegisterWindow, SendImage,
-    SendMessage, UsageReport, User, WsEvent, codes,
+    AssignTask, CardStatus, FinishTask, HeartbeatRequest, HeartbeatResponse, LoginRequest,
+    LoginResponse, Message, MessageKind, RedeemRequest, RegisterWindow, ReinforceApply,
+    ReinforceKey, SendImage, SendMessage, TaskProgress, UsageReport, User, WsEvent, codes,
 };
 use hoop_core::limits;
 use serde::Deserialize;
@@ -21,7 +21,7 @@ use subtle::ConstantTimeEq;
 
 use crate::App;
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{Caller, Id, JsonBody, OptJson, Q, StrId};
+use crate::extract::{Caller, Id, JsonBody, OptJson, Q, StrId, TaskPath};
 use crate::jwt::{self, Claims};
 use crate::store::{self, CardFilter, Store};
 
@@ -45,16 +45,21 @@ pub fn router(app: Arc<App>) -> Router {
         .route(r::HEARTBEAT, post(heartbeat))
         .route(r::PRESENCE, get(presence))
         .route(r::USAGE, post(usage))
-        .route(r::CARDS, get(list_cards).post(create_card))
-        .route(r::CARD, get(get_card))
-        .route(r::CARD_CLAIM, post(claim))
-        .route(r::CARD_PROGRESS, post(progress))
-        .route(r::CARD_LEASE, post(lease))
-        .route(r::CARD_FINISH, post(finish))
+        .route(r::TASKS, get(list_cards))
+        .route(r::WORKROOM_TASKS, post(create_card))
+        .route(r::WORKROOM_TASK, get(get_card))
+        .route(r::WORKROOM_TASK_PROGRESS, post(progress))
+        .route(r::WORKROOM_TASK_LEASE, post(lease))
+        .route(r::WORKROOM_TASK_FINISH, post(finish))
         .route(r::WINDOWS, get(list_windows).post(register_window))
         .route(r::WINDOW_SYNC, post(sync_window))
         .route(r::WINDOW_REVOKE, post(revoke_window))
         .route(r::PROVISION_REDEEM, post(redeem))
+        .route(r::REINFORCE_APPLICATIONS, post(reinforce_apply))
+        .route(
+            r::REINFORCE_AGENT_KEY,
+            post(rotate_reinforce_key).delete(revoke_reinforce_key),
+        )
         .route(
             r::MCP,
             post(crate::mcp::handle).layer(DefaultBodyLimit::max(limits::MCP_BODY_CAP_BYTES)),
@@ -104,9 +109,8 @@ async fn login(
 ) -> ApiResult<J<LoginResponse>> {
     // One answer for every refusal, as production: an unsatisfied agent
     // gate simply makes the fixed code stop working (an ordinary one-time
-    // code would be expected). Every account here takes the fixed code
-    // (production: agent accounts with `fixed_otp`; humans log in by paths
-    // the toolkit never uses, which this backend stands in for).
+    // code would be expected). Who takes the fixed code at all is
+    // `rules::fixed_code_login`.
     let wrong = || ApiError::unauthorized("unknown email or wrong code");
     if let Some(want) = &app.agent_secret {
         let got = headers
@@ -117,7 +121,7 @@ async fn login(
             return Err(wrong());
         }
     }
-    let user = app.store().user_by_email(&req.email)?.ok_or_else(wrong)?;
+    let user = app.store().fixed_code_user(&req.email)?.ok_or_else(wrong)?;
     let fixed_ok = bool::from(
         req.code
             .trim()
@@ -292,6 +296,7 @@ struct CardQuery {
     status: Option<CardStatus>,
     parent_id: Option<i64>,
     conversation_id: Option<i64>,
+    id: Option<i64>,
 }
 
 async fn list_cards(State(app): S, Caller(u): Caller, Q(q): Q<CardQuery>) -> ApiResult<Response> {
@@ -309,6 +314,7 @@ async fn list_cards(State(app): S, Caller(u): Caller, Q(q): Q<CardQuery>) -> Api
         status: q.status,
         parent_id: q.parent_id,
         conversation_id: q.conversation_id,
+        id: q.id,
     };
     Ok(axum::Json(app.store().list_cards(u.id, &f)?).into_response())
 }
@@ -316,10 +322,12 @@ async fn list_cards(State(app): S, Caller(u): Caller, Q(q): Q<CardQuery>) -> Api
 async fn create_card(
     State(app): S,
     Caller(u): Caller,
-    JsonBody(card): JsonBody<CreateCard>,
+    p: TaskPath,
+    JsonBody(task): JsonBody<AssignTask>,
 ) -> ApiResult<Response> {
     let req = AdminCreateCard {
-        card,
+        conversation_id: p.cid,
+        task,
         creator_id: None,
     };
     let card = app.store().create_card(app.clock.now(), Some(u.id), &req)?;
@@ -327,34 +335,36 @@ async fn create_card(
     Ok((StatusCode::CREATED, axum::Json(card)).into_response())
 }
 
-async fn get_card(State(app): S, Caller(u): Caller, Id(id): Id) -> ApiResult<Response> {
-    Ok(axum::Json(app.store().card(u.id, id)?).into_response())
-}
-
-async fn claim(State(app): S, Caller(u): Caller, Id(id): Id) -> ApiResult<Response> {
-    Ok(axum::Json(app.store().claim(app.clock.now(), u.id, id)?).into_response())
+async fn get_card(State(app): S, Caller(u): Caller, p: TaskPath) -> ApiResult<Response> {
+    Ok(axum::Json(app.store().card_in(u.id, p.cid, p.card()?)?).into_response())
 }
 
 async fn progress(
     State(app): S,
     Caller(u): Caller,
-    Id(id): Id,
-    OptJson(req): OptJson<CardProgress>,
+    p: TaskPath,
+    JsonBody(req): JsonBody<TaskProgress>,
 ) -> ApiResult<Response> {
-    Ok(axum::Json(app.store().progress(app.clock.now(), u.id, id, &req)?).into_response())
+    let card = app
+        .store()
+        .progress(app.clock.now(), u.id, p.cid, p.card()?, &req)?;
+    Ok(axum::Json(card).into_response())
 }
 
-async fn lease(State(app): S, Caller(u): Caller, Id(id): Id) -> ApiResult<Response> {
-    Ok(axum::Json(app.store().renew(app.clock.now(), u.id, id)?).into_response())
+async fn lease(State(app): S, Caller(u): Caller, p: TaskPath) -> ApiResult<Response> {
+    Ok(axum::Json(app.store().renew(app.clock.now(), u.id, p.cid, p.card()?)?).into_response())
 }
 
 async fn finish(
     State(app): S,
     Caller(u): Caller,
-    Id(id): Id,
-    JsonBody(req): JsonBody<FinishCard>,
+    p: TaskPath,
+    JsonBody(req): JsonBody<FinishTask>,
 ) -> ApiResult<Response> {
-    Ok(axum::Json(app.store().finish(app.clock.now(), u.id, id, &req)?).into_response())
+    let answer = app
+        .store()
+        .finish(app.clock.now(), u.id, p.cid, p.card()?, &req)?;
+    Ok(axum::Json(answer).into_response())
 }
 
 // ---------------------------------------------------------------- windows
@@ -394,6 +404,49 @@ async fn redeem(State(app): S, JsonBody(req): JsonBody<RedeemRequest>) -> ApiRes
             req.name
         )));
     }
-    let resp = app.store().redeem(app.clock.now(), &req, &app.base_url)?;
+    let resp = app
+        .store()
+        .redeem(app.clock.now(), &req, app.public_base.as_deref())?;
     Ok(axum::Json(resp).into_response())
+}
+
+// ---------------------------------------------------------------- reinforcement
+
+async fn reinforce_apply(
+    State(app): S,
+    Caller(u): Caller,
+    JsonBody(req): JsonBody<ReinforceApply>,
+) -> ApiResult<Response> {
+    let a = app.store().reinforce_apply(app.clock.now(), u.id, &req)?;
+    Ok((StatusCode::CREATED, axum::Json(a)).into_response())
+}
+
+async fn rotate_reinforce_key(
+    State(app): S,
+    Caller(u): Caller,
+    Id(agent): Id,
+    OptJson(_): OptJson<serde_json::Value>,
+) -> ApiResult<Response> {
+    let (key, expires_at) = app
+        .store()
+        .rotate_reinforce_key(app.clock.now(), u.id, agent)?;
+    let claude_add = hoop_api::mcp::claude_add_line(app.public_base.as_deref(), &key);
+    Ok(axum::Json(ReinforceKey {
+        agent_id: agent,
+        key,
+        expires_at,
+        claude_add,
+    })
+    .into_response())
+}
+
+async fn revoke_reinforce_key(
+    State(app): S,
+    Caller(u): Caller,
+    Id(agent): Id,
+) -> ApiResult<Response> {
+    let r = app
+        .store()
+        .revoke_reinforce_key(app.clock.now(), u.id, agent)?;
+    Ok(axum::Json(r).into_response())
 }

@@ -9,7 +9,10 @@
 //! not send their headers within [`Config::header_read_timeout`] (or their
 //! body within [`Config::body_read_timeout`]), serves at
 //! most [`Config::max_connections`] at once, and enforces who may see and do
-//! what (card visibility and assignment, agents-only routes) in `store`.
+//! what (card visibility and assignment, agents-only routes, the owners of
+//! reinforcement keys, inactive accounts) in `store`. An operator can arm a
+//! one-shot fault inside a transaction to see that a failed write leaves
+//! nothing behind.
 //!
 //! ```no_run
 //! # async fn f() -> Result<(), hoop_refbackend::Error> {
@@ -73,6 +76,22 @@ pub struct Config {
     /// Most connections served at once; past it, new ones wait in the
     /// kernel's backlog instead of taking a file descriptor.
     pub max_connections: usize,
+    /// The base URL written into `claude mcp add …` lines (production's
+    /// `PublicBase`).
+    pub public_base: PublicBase,
+}
+
+/// Which base the `claude mcp add …` lines carry.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum PublicBase {
+    /// The server's own `http://ADDR` (it knows where it listens).
+    #[default]
+    Listen,
+    /// An address others reach it by (a proxy, a name).
+    Url(String),
+    /// None configured: the lines carry a placeholder, never an invented
+    /// domain (seed 002 L29).
+    Unset,
 }
 
 impl Default for Config {
@@ -85,6 +104,7 @@ impl Default for Config {
             header_read_timeout: HEADER_READ_TIMEOUT,
             body_read_timeout: BODY_READ_TIMEOUT,
             max_connections: MAX_CONNECTIONS,
+            public_base: PublicBase::Listen,
         }
     }
 }
@@ -125,7 +145,8 @@ pub(crate) struct App {
     pub(crate) jwt: jwt::JwtKey,
     pub(crate) agent_secret: Option<String>,
     pub(crate) admin_token: String,
-    pub(crate) base_url: String,
+    /// The base of `claude mcp add …` lines; `None` → the placeholder.
+    pub(crate) public_base: Option<String>,
     pub(crate) body_read_timeout: Duration,
     pub(crate) shutdown: watch::Receiver<bool>,
     /// Requests answered so far (every route).
@@ -222,7 +243,11 @@ pub async fn spawn(addr: SocketAddr, cfg: Config) -> Result<Running, Error> {
         jwt: jwt::JwtKey::random(),
         agent_secret: cfg.agent_secret.filter(|s| !s.is_empty()),
         admin_token: admin_token.clone(),
-        base_url: format!("http://{local}"),
+        public_base: match cfg.public_base {
+            PublicBase::Listen => Some(format!("http://{local}")),
+            PublicBase::Url(u) => Some(u),
+            PublicBase::Unset => None,
+        },
         body_read_timeout: cfg.body_read_timeout,
         shutdown: rx.clone(),
         requests: requests.clone(),

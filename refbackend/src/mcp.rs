@@ -15,7 +15,7 @@ use axum::response::{IntoResponse, Response};
 use hoop_api::admin::AdminCreateCard;
 use hoop_api::types::mcp::{self as t, *};
 use hoop_api::types::{
-    CardProgress, CreateCard, FinishCard, MessageKind, RegisterWindow, SendImage, SendMessage, User,
+    AssignTask, FinishTask, MessageKind, RegisterWindow, SendImage, SendMessage, TaskProgress, User,
 };
 use hoop_core::gates::{self, SendKind};
 use hoop_core::limits;
@@ -101,7 +101,12 @@ async fn handle_authorized(app: Arc<App>, req: Request) -> Response {
     let now = app.clock.now();
     let user = match app.store().mcp_user(now, &hash) {
         Ok(Some(u)) => u,
-        Ok(None) => return ApiError::unauthorized("unknown MCP key").into_response(),
+        Ok(None) => {
+            return ApiError::unauthorized(
+                "MCP key refused: unknown, revoked or expired, or its account is inactive",
+            )
+            .into_response();
+        }
         Err(e) => return e.into_response(),
     };
     if app.store().mcp_rate(&hash, now).is_err() {
@@ -315,70 +320,63 @@ fn call_tool(app: &App, user: &User, name: &str, a: Value) -> ApiResult<Value> {
         }
         t::WORK_BEAT => to_value(crate::http::beat(app, user.id, None)?),
         t::WORK_TASK_START => {
+            // Production: assign (one transaction), then claim (another). A
+            // refused claim leaves the queued card on the board and the
+            // error carries its `task_id`; nothing is rolled back.
             let a: WorkTaskStartArgs = args(a)?;
-            let mut store = app.store();
-            let card_id = match (a.card_id, a.title) {
-                (Some(id), _) => id,
-                (None, Some(title)) => {
-                    // Create and claim under one hold of the store: refuse
-                    // first what the claim would refuse, so a refused start
-                    // leaves no stray queued card behind.
-                    if a.parent_id.is_none() {
-                        let f = CardFilter {
-                            assignee_id: Some(user.id),
-                            status: Some(hoop_api::types::CardStatus::Working),
-                            ..CardFilter::default()
-                        };
-                        if let Some(c) = store
-                            .list_cards(user.id, &f)?
-                            .iter()
-                            .find(|c| c.parent_id.is_none())
-                        {
-                            return Err(ApiError::conflict(
-                                hoop_api::types::codes::AGENT_BUSY,
-                                format!("card {} is already working; finish it first", c.id),
-                            ));
-                        }
-                    }
-                    let req = AdminCreateCard {
-                        card: CreateCard {
-                            title,
-                            assignee_id: Some(user.id),
-                            parent_id: a.parent_id,
-                            conversation_id: a.conversation_id,
-                        },
-                        creator_id: None,
-                    };
-                    store.create_card(now, Some(user.id), &req)?.id
-                }
-                (None, None) => {
-                    return Err(ApiError::bad_request(
-                        "give card_id, or title for a new card",
-                    ));
-                }
+            let req = AdminCreateCard {
+                conversation_id: a.conversation_id,
+                task: AssignTask {
+                    title: a.title,
+                    assignee_id: Some(user.id),
+                    parent_id: a.parent_id,
+                    message_id: a.message_id,
+                },
+                creator_id: None,
             };
-            to_value(store.claim(now, user.id, card_id)?)
+            let card = app.store().create_card(now, Some(user.id), &req)?;
+            let claimed = app
+                .store()
+                .claim(now, user.id, card.conversation_id, card.id)
+                .map_err(|mut e| {
+                    e.body.error.task_id = Some(card.id);
+                    e
+                })?;
+            to_value(claimed)
+        }
+        t::WORK_TASK_TAKE => {
+            let a: TaskIdArgs = args(a)?;
+            let mut store = app.store();
+            let cid = store.card(user.id, a.task_id)?.conversation_id;
+            to_value(store.claim(now, user.id, cid, a.task_id)?)
         }
         t::WORK_TASK_PROGRESS => {
             let a: WorkTaskProgressArgs = args(a)?;
-            to_value(app.store().progress(
-                now,
-                user.id,
-                a.card_id,
-                &CardProgress { note: a.note },
-            )?)
+            let mut store = app.store();
+            let cid = store.card(user.id, a.task_id)?.conversation_id;
+            let req = TaskProgress {
+                claim: false,
+                line: Some(a.line),
+            };
+            to_value(store.progress(now, user.id, cid, a.task_id, &req)?)
         }
         t::WORK_TASK_LEASE => {
-            let a: CardIdArgs = args(a)?;
-            to_value(app.store().renew(now, user.id, a.card_id)?)
+            let a: TaskIdArgs = args(a)?;
+            let mut store = app.store();
+            let cid = store.card(user.id, a.task_id)?.conversation_id;
+            to_value(store.renew(now, user.id, cid, a.task_id)?)
         }
         t::WORK_TASK_FINISH => {
             let a: WorkTaskFinishArgs = args(a)?;
-            let req = FinishCard {
+            let req = FinishTask {
                 status: a.status,
+                result: a.result,
+                result_message_id: a.result_message_id,
                 error: a.error,
             };
-            to_value(app.store().finish(now, user.id, a.card_id, &req)?)
+            let mut store = app.store();
+            let cid = store.card(user.id, a.task_id)?.conversation_id;
+            to_value(store.finish(now, user.id, cid, a.task_id, &req)?)
         }
         t::WINDOW_REGISTER => {
             let a: RegisterWindow = args(a)?;
@@ -450,36 +448,39 @@ const TOOLS: &[ToolSpec] = &[
     }),
     (
         t::WORK_TASK_START,
-        "Claim a queued card (card_id), or create and claim a new one (title).",
+        "Put work on a card in a room and claim it: assigned to you, then claimed. If the claim is refused the card stays queued and the error carries its task_id: finish it.",
         || {
             schema(
-                json!({"card_id": int(), "title": {"type": "string"}, "parent_id": int(), "conversation_id": int()}),
-                &[],
+                json!({"conversation_id": int(), "title": {"type": "string"}, "message_id": int(), "parent_id": int()}),
+                &["conversation_id", "title"],
             )
         },
     ),
+    (t::WORK_TASK_TAKE, "Claim a queued card.", || {
+        schema(json!({"task_id": int()}), &["task_id"])
+    }),
     (
         t::WORK_TASK_PROGRESS,
-        "A progress note on a working card (extends an existing lease).",
+        "A progress line on a working card (extends an existing lease; counts as a heartbeat).",
         || {
             schema(
-                json!({"card_id": int(), "note": {"type": "string"}}),
-                &["card_id", "note"],
+                json!({"task_id": int(), "line": {"type": "string"}}),
+                &["task_id", "line"],
             )
         },
     ),
     (
         t::WORK_TASK_LEASE,
         "Renew the lease of a working card (5 min); renew again after renew_after_sec.",
-        || schema(json!({"card_id": int()}), &["card_id"]),
+        || schema(json!({"task_id": int()}), &["task_id"]),
     ),
     (
         t::WORK_TASK_FINISH,
-        "Finish a card: done, failed (with error) or cancelled; live sub-cards are cancelled.",
+        "Finish a card: done, failed (with error) or cancelled, with its result; live sub-cards are cancelled. A card already finished answers updated:false.",
         || {
             schema(
-                json!({"card_id": int(), "status": {"enum": ["done", "failed", "cancelled"]}, "error": {"type": "string"}}),
-                &["card_id", "status"],
+                json!({"task_id": int(), "status": {"enum": ["done", "failed", "cancelled"]}, "result": {"type": "string"}, "result_message_id": int(), "error": {"type": "string"}}),
+                &["task_id", "status"],
             )
         },
     ),

@@ -75,23 +75,36 @@ pub enum Refusal {
     ErrorRequired,
     /// Lease on a card that is not working (404 `not_working`).
     NotWorking,
+    /// Claim of a card that is not queued (409 `not_claimable`, production:
+    /// the claim's `WHERE status = 'queued'`, seed 002 L19 step 5, L83).
+    NotClaimable,
 }
 
 /// `queued → working`.
 pub fn claim(from: CardStatus) -> Result<CardStatus, Refusal> {
     match from {
         CardStatus::Queued => Ok(CardStatus::Working),
-        _ => Err(Refusal::InvalidTransition),
+        _ => Err(Refusal::NotClaimable),
     }
 }
 
+/// What a finish does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Finish {
+    /// The card moves to this status (and its live descendants are
+    /// cancelled).
+    Move(CardStatus),
+    /// The card was already finished: nothing changes, the answer is 200
+    /// `{"updated":false}` (production, seed 002 L19 step 7).
+    Unchanged,
+}
+
 /// `working → done | failed`, `queued | working → cancelled`; `failed`
-/// needs a non-blank error.
-pub fn finish(
-    from: CardStatus,
-    to: CardStatus,
-    error: Option<&str>,
-) -> Result<CardStatus, Refusal> {
+/// needs a non-blank error; a finished card stays as it is.
+pub fn finish(from: CardStatus, to: CardStatus, error: Option<&str>) -> Result<Finish, Refusal> {
+    if !from.is_live() && !to.is_live() {
+        return Ok(Finish::Unchanged);
+    }
     let allowed = match to {
         CardStatus::Done | CardStatus::Failed => from == CardStatus::Working,
         CardStatus::Cancelled => from.is_live(),
@@ -103,7 +116,7 @@ pub fn finish(
     if to == CardStatus::Failed && error.is_none_or(|e| e.trim().is_empty()) {
         return Err(Refusal::ErrorRequired);
     }
-    Ok(to)
+    Ok(Finish::Move(to))
 }
 
 /// Renew: the only opener of a lease; only a working card has one.
@@ -274,12 +287,33 @@ pub fn window_assignment(
     }
 }
 
-/// The ready line a reinforcement key comes with (production format).
-pub fn ready_line(base_url: &str, key: &str) -> String {
-    format!(
-        "claude mcp add -s user --transport http hoop {}/mcp --header \"Authorization: Bearer {key}\"",
-        base_url.trim_end_matches('/')
-    )
+/// Whether an account may log in with the fixed code. Production (seed 002
+/// L5, L31): agent accounts only when `fixed_otp` (a reinforcement account
+/// has none). The reference backend also lets humans use it [A] (its tests
+/// act as humans; production gives them other paths the toolkit never
+/// uses). An inactive account logs in no way.
+pub fn fixed_code_login(is_agent: bool, fixed_otp: bool, active: bool) -> bool {
+    active && (fixed_otp || !is_agent)
+}
+
+/// A reinforcement application's name as production takes it (seed 002
+/// L29: `^[a-z][a-z0-9_]{1,19}$`, then `_aid` appended); `Err` says why not.
+pub fn reinforcement_name(name: &str) -> Result<String, String> {
+    let mut chars = name.chars();
+    let first_ok = chars.next().is_some_and(|c| c.is_ascii_lowercase());
+    let rest_ok = chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    let len = name.chars().count();
+    if first_ok && rest_ok && (2..=20).contains(&len) {
+        Ok(format!(
+            "{name}{}",
+            crate::constants::REINFORCEMENT_NAME_SUFFIX
+        ))
+    } else {
+        Err(format!(
+            "invalid name {name:?}: 2 to 20 characters, a lowercase letter first, then \
+             lowercase letters, digits or '_'"
+        ))
+    }
 }
 
 #[cfg(test)]
@@ -432,26 +466,35 @@ mod tests {
         CardStatus,
         CardStatus,
         Option<&'static str>,
-        Result<CardStatus, Refusal>,
+        Result<Finish, Refusal>,
     );
 
     #[test]
     fn transitions() {
         assert_eq!(claim(Queued), Ok(Working));
         for s in [Working, Done, Failed, Cancelled] {
-            assert_eq!(claim(s), Err(Refusal::InvalidTransition), "{s:?}");
+            assert_eq!(claim(s), Err(Refusal::NotClaimable), "{s:?}");
         }
+        use Finish::{Move, Unchanged};
         let cases: &[Case] = &[
-            (Working, Done, None, Ok(Done)),
-            (Working, Failed, Some("boom"), Ok(Failed)),
+            (Working, Done, None, Ok(Move(Done))),
+            (Working, Failed, Some("boom"), Ok(Move(Failed))),
             (Working, Failed, None, Err(Refusal::ErrorRequired)),
             (Working, Failed, Some("  "), Err(Refusal::ErrorRequired)),
-            (Working, Cancelled, None, Ok(Cancelled)),
-            (Queued, Cancelled, None, Ok(Cancelled)),
+            (Working, Cancelled, None, Ok(Move(Cancelled))),
+            (Queued, Cancelled, None, Ok(Move(Cancelled))),
             (Queued, Done, None, Err(Refusal::InvalidTransition)),
-            (Done, Cancelled, None, Err(Refusal::InvalidTransition)),
             (Working, Working, None, Err(Refusal::InvalidTransition)),
-            (Failed, Failed, Some("x"), Err(Refusal::InvalidTransition)),
+            (Queued, Working, None, Err(Refusal::InvalidTransition)),
+            // A finished card is never an error to finish again.
+            (Done, Cancelled, None, Ok(Unchanged)),
+            (Done, Done, None, Ok(Unchanged)),
+            (Failed, Failed, Some("x"), Ok(Unchanged)),
+            (Failed, Failed, None, Ok(Unchanged)),
+            (Cancelled, Done, None, Ok(Unchanged)),
+            // …but it cannot be brought back.
+            (Done, Working, None, Err(Refusal::InvalidTransition)),
+            (Cancelled, Queued, None, Err(Refusal::InvalidTransition)),
         ];
         for (from, to, err, want) in cases {
             assert_eq!(finish(*from, *to, *err), *want, "{from:?}->{to:?}");
@@ -531,10 +574,53 @@ mod tests {
     }
 
     #[test]
-    fn ready_line_format() {
-        assert_eq!(
-            ready_line("http://127.0.0.1:9/", "hoopmcp_x"),
-            "claude mcp add -s user --transport http hoop http://127.0.0.1:9/mcp --header \"Authorization: Bearer hoopmcp_x\""
-        );
+    fn fixed_code_login_table() {
+        // (is_agent, fixed_otp, active) → may log in with the fixed code
+        let cases = [
+            ((true, true, true), true),     // a sentinel account
+            ((true, false, true), false),   // a reinforcement account
+            ((false, false, true), true),   // a human [A]
+            ((false, true, true), true),    // a human [A]
+            ((true, true, false), false),   // inactive
+            ((true, false, false), false),  // inactive
+            ((false, false, false), false), // inactive
+            ((false, true, false), false),  // inactive
+        ];
+        for ((agent, otp, active), want) in cases {
+            assert_eq!(
+                fixed_code_login(agent, otp, active),
+                want,
+                "agent={agent} fixed_otp={otp} active={active}"
+            );
+        }
+    }
+
+    #[test]
+    fn reinforcement_name_table() {
+        let ok = [
+            ("ab", "ab_aid"),
+            ("nova", "nova_aid"),
+            ("a1_b2", "a1_b2_aid"),
+        ];
+        for (name, want) in ok {
+            assert_eq!(reinforcement_name(name).as_deref(), Ok(want), "{name:?}");
+        }
+        let twenty = "a".repeat(20);
+        assert_eq!(reinforcement_name(&twenty), Ok(format!("{twenty}_aid")));
+        for bad in [
+            "",
+            "a",
+            "1ab",
+            "_ab",
+            "Ab",
+            "aB",
+            "a-b",
+            "a b",
+            "ab.",
+            "中文",
+            &"a".repeat(21),
+        ] {
+            assert!(reinforcement_name(bad).is_err(), "{bad:?}");
+        }
     }
 }

@@ -10,13 +10,15 @@ use std::path::Path;
 use axum::http::StatusCode;
 use base64::Engine;
 use hoop_api::admin::{
-    AdminCreateCard, CreateConversation, CreateProvisionKey, CreateUser, ProvisionKind,
+    AdminCreateCard, ApprovedApplication, CreateConversation, CreateProvisionKey, CreateUser,
+    FaultPoint, ProvisionKind, UserState,
 };
 use hoop_api::types::{
-    Card, CardId, CardProgress, CardStatus, Conversation, ConversationId, FinishCard,
+    Card, CardId, CardStatus, Conversation, ConversationId, FinishAnswer, FinishTask,
     LeaseResponse, Member, Mention, Message, MessageId, MessageKind, MessagePage, Presence,
-    RedeemRequest, RedeemResponse, RegisterWindow, RegisteredWindow, SendMessage, UsageReport,
-    User, UserId, WindowInfo, WindowSync, codes,
+    RedeemRequest, RedeemResponse, RegisterWindow, RegisteredWindow, ReinforceApplication,
+    ReinforceApply, RevokedKeys, SendMessage, TaskProgress, UsageReport, User, UserId, WindowInfo,
+    WindowSync, codes,
 };
 use hoop_core::gates::{self, GateError};
 use hoop_core::limits;
@@ -38,7 +40,10 @@ CREATE TABLE IF NOT EXISTS users (
     nickname TEXT,
     is_agent INTEGER NOT NULL,
     created_at INTEGER NOT NULL,
-    last_beat_at INTEGER
+    last_beat_at INTEGER,
+    fixed_otp INTEGER NOT NULL DEFAULT 0,
+    active INTEGER NOT NULL DEFAULT 1,
+    owner_id INTEGER REFERENCES users(id)
 );
 CREATE TABLE IF NOT EXISTS conversations (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -81,6 +86,26 @@ CREATE TABLE IF NOT EXISTS provision_keys (
     created_at INTEGER NOT NULL,
     redeemed_at INTEGER
 );
+CREATE TABLE IF NOT EXISTS provisioning_keys (
+    key_sha256 TEXT PRIMARY KEY,
+    kind TEXT NOT NULL,
+    conversation_id INTEGER REFERENCES conversations(id),
+    created_at INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL,
+    redeemed_at INTEGER,
+    user_id INTEGER REFERENCES users(id)
+);
+CREATE TABLE IF NOT EXISTS reinforce_applications (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    applicant_id INTEGER NOT NULL REFERENCES users(id),
+    name TEXT NOT NULL,
+    nickname TEXT,
+    status TEXT NOT NULL,
+    agent_id INTEGER REFERENCES users(id),
+    created_at INTEGER NOT NULL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS one_pending_application_per_applicant
+    ON reinforce_applications (applicant_id) WHERE status = 'pending';
 CREATE TABLE IF NOT EXISTS installations (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     user_id INTEGER NOT NULL REFERENCES users(id),
@@ -106,7 +131,10 @@ CREATE TABLE IF NOT EXISTS cards (
     start_tokens_out INTEGER,
     end_tokens_in INTEGER,
     end_tokens_cached_in INTEGER,
-    end_tokens_out INTEGER
+    end_tokens_out INTEGER,
+    message_id INTEGER,
+    result TEXT,
+    result_message_id INTEGER
 );
 CREATE INDEX IF NOT EXISTS cards_by_parent ON cards (parent_id);
 CREATE TABLE IF NOT EXISTS card_notes (
@@ -151,9 +179,32 @@ const CARD_SNAPSHOT_COLUMNS: [&str; 6] = [
     "end_tokens_out",
 ];
 
+/// Columns added to `cards` for production's assign and finish arguments
+/// (`message_id`, `result`, `result_message_id`), with their types.
+const CARD_TASK_COLUMNS: [(&str, &str); 3] = [
+    ("message_id", "INTEGER"),
+    ("result", "TEXT"),
+    ("result_message_id", "INTEGER"),
+];
+
 /// Columns added to `mcp_keys` after its first version; an older key with
 /// no `expires_at` lives the default span from its `created_at`.
 const MCP_KEY_COLUMNS: [&str; 2] = ["expires_at", "revoked_at"];
+
+/// Columns added to `users` after its first version, with their
+/// declarations and what fills them on an older database: every account was
+/// active, and its agents were the ones logging in with the fixed code.
+/// (An older `provision_keys` table, keys bound to existing users, is left
+/// alone and never read again: redeem now creates the account.)
+const USER_COLUMNS: [(&str, &str, &str); 3] = [
+    (
+        "fixed_otp",
+        "INTEGER NOT NULL DEFAULT 0",
+        "UPDATE users SET fixed_otp = is_agent",
+    ),
+    ("active", "INTEGER NOT NULL DEFAULT 1", ""),
+    ("owner_id", "INTEGER REFERENCES users(id)", ""),
+];
 
 /// Add the columns [`SCHEMA`] has and an older database lacks.
 fn migrate(conn: &Connection) -> rusqlite::Result<()> {
@@ -167,6 +218,11 @@ fn migrate(conn: &Connection) -> rusqlite::Result<()> {
             conn.execute_batch(&format!("ALTER TABLE cards ADD COLUMN {col} INTEGER"))?;
         }
     }
+    for (col, ty) in CARD_TASK_COLUMNS {
+        if !have.iter().any(|h| h == col) {
+            conn.execute_batch(&format!("ALTER TABLE cards ADD COLUMN {col} {ty}"))?;
+        }
+    }
     let mut st = conn.prepare("SELECT name FROM pragma_table_info('mcp_keys')")?;
     let have = st
         .query_map([], |r| r.get::<_, String>(0))?
@@ -175,6 +231,19 @@ fn migrate(conn: &Connection) -> rusqlite::Result<()> {
     for col in MCP_KEY_COLUMNS {
         if !have.iter().any(|h| h == col) {
             conn.execute_batch(&format!("ALTER TABLE mcp_keys ADD COLUMN {col} INTEGER"))?;
+        }
+    }
+    let mut st = conn.prepare("SELECT name FROM pragma_table_info('users')")?;
+    let have = st
+        .query_map([], |r| r.get::<_, String>(0))?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    drop(st);
+    for (col, decl, fill) in USER_COLUMNS {
+        if !have.iter().any(|h| h == col) {
+            conn.execute_batch(&format!("ALTER TABLE users ADD COLUMN {col} {decl}"))?;
+            if !fill.is_empty() {
+                conn.execute_batch(fill)?;
+            }
         }
     }
     Ok(())
@@ -192,7 +261,7 @@ fn insert_mcp_key(
     now: i64,
     user: UserId,
     ttl_secs: Option<i64>,
-) -> ApiResult<String> {
+) -> ApiResult<(String, i64)> {
     let key = new_key(hoop_api::headers::MCP_KEY_PREFIX);
     let expires = rules::key_expiry(
         now,
@@ -205,8 +274,105 @@ fn insert_mcp_key(
          VALUES (?1, ?2, ?3, ?4)",
         params![key_hash(&key), user, now, expires],
     )?;
-    Ok(key)
+    Ok((key, expires))
 }
+
+/// Soft-revoke every live MCP key of `user` inside the caller's
+/// transaction; returns how many.
+fn revoke_live_keys(c: &Connection, now: i64, user: UserId) -> ApiResult<u32> {
+    let n = c.execute(
+        "UPDATE mcp_keys SET revoked_at = ?1 WHERE user_id = ?2 AND revoked_at IS NULL",
+        params![now, user],
+    )?;
+    Ok(u32::try_from(n).unwrap_or(u32::MAX))
+}
+
+/// Fail here when a fault is armed for `point` (one shot per arming):
+/// 500 `internal`, and the caller's transaction rolls back on drop.
+fn trip(faults: &mut HashMap<FaultPoint, u32>, point: FaultPoint) -> ApiResult<()> {
+    match faults.get_mut(&point) {
+        Some(n) if *n > 0 => {
+            *n -= 1;
+            tracing::warn!(
+                ?point,
+                "injected fault: failing the request before its commit"
+            );
+            Err(ApiError::internal())
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Create an agent account inside the caller's transaction (redeem,
+/// approval): `username` is the name asked for, the email is derived from it
+/// under [`constants::AGENT_EMAIL_DOMAIN`]. A taken name → 409 `conflict`.
+fn insert_agent(
+    c: &Connection,
+    now: i64,
+    username: &str,
+    nickname: Option<&str>,
+    fixed_otp: bool,
+    owner: Option<UserId>,
+) -> ApiResult<User> {
+    let email = format!("{username}@{}", constants::AGENT_EMAIL_DOMAIN);
+    let r = c.execute(
+        "INSERT INTO users (email, username, nickname, is_agent, fixed_otp, active, owner_id, \
+         created_at) VALUES (?1, ?2, ?3, 1, ?4, 1, ?5, ?6)",
+        params![email, username, nickname, fixed_otp, owner, now],
+    );
+    match r {
+        Err(e) if is_unique_violation(&e) => {
+            return Err(ApiError::conflict(
+                codes::CONFLICT,
+                format!("an account named {username:?} exists; choose another name"),
+            ));
+        }
+        r => r?,
+    };
+    load_user(c, c.last_insert_rowid())?.ok_or_else(ApiError::internal)
+}
+
+/// The caller must be the approved owner of the reinforcement account
+/// `agent` (production: the applicant of its approved application).
+fn require_owner(c: &Connection, caller: UserId, agent: UserId) -> ApiResult<()> {
+    let owner: Option<Option<UserId>> = c
+        .query_row(
+            "SELECT owner_id FROM users WHERE id = ?1 AND is_agent = 1",
+            [agent],
+            |r| r.get(0),
+        )
+        .optional()?;
+    match owner {
+        None => Err(ApiError::not_found(format!("no agent account {agent}"))),
+        Some(Some(o)) if o == caller => Ok(()),
+        Some(_) => Err(ApiError::forbidden(
+            "only the approved owner of this reinforcement account manages its key",
+        )),
+    }
+}
+
+fn is_active(c: &Connection, user: UserId) -> ApiResult<bool> {
+    Ok(
+        c.query_row("SELECT active FROM users WHERE id = ?1", [user], |r| {
+            r.get::<_, bool>(0)
+        })
+        .optional()?
+        .unwrap_or(false),
+    )
+}
+
+fn application_row(r: &Row<'_>) -> rusqlite::Result<ReinforceApplication> {
+    Ok(ReinforceApplication {
+        id: r.get(0)?,
+        applicant_id: r.get(1)?,
+        name: r.get(2)?,
+        nickname: r.get(3)?,
+        status: r.get(4)?,
+        agent_id: r.get(5)?,
+    })
+}
+
+const APPLICATION_COLS: &str = "id, applicant_id, name, nickname, status, agent_id";
 
 fn new_key(prefix: &str) -> String {
     let bytes: [u8; KEY_BYTES] = rand::random();
@@ -249,6 +415,9 @@ fn refusal(r: Refusal, what: &str) -> ApiError {
             codes::NOT_WORKING,
             "the card is not working: there is no lease to renew",
         ),
+        Refusal::NotClaimable => {
+            ApiError::conflict(codes::NOT_CLAIMABLE, "only a queued card can be claimed")
+        }
     }
 }
 
@@ -302,16 +471,19 @@ fn message_row(r: &Row<'_>) -> rusqlite::Result<Message> {
     })
 }
 
-/// A card with its usage snapshots: the one taken at its start (claim) and,
+/// A card with its usage snapshots (a card from a database written before
+/// cards lived under workrooms has no room: it reads as room 0, under which
+/// its owner can still finish it): the one taken at its start (claim) and,
 /// for a finished card, the one taken at its end; a working card's end is its
 /// assignee's totals now. The cost is computed by [`rules::card_cost`].
 const CARD_SELECT: &str = "SELECT c.id, c.title, c.status, c.assignee_id, c.parent_id, \
-     c.conversation_id, c.error, c.lease_expires_at, \
+     COALESCE(c.conversation_id, 0), c.error, c.lease_expires_at, \
      c.start_tokens_in, c.start_tokens_cached_in, c.start_tokens_out, \
      c.created_at, c.updated_at, c.creator_id, \
      COALESCE(c.end_tokens_in, CASE WHEN c.status = 'working' THEN u.tokens_in END), \
      COALESCE(c.end_tokens_cached_in, CASE WHEN c.status = 'working' THEN u.tokens_cached_in END), \
-     COALESCE(c.end_tokens_out, CASE WHEN c.status = 'working' THEN u.tokens_out END) \
+     COALESCE(c.end_tokens_out, CASE WHEN c.status = 'working' THEN u.tokens_out END), \
+     c.message_id, c.result, c.result_message_id \
      FROM cards c LEFT JOIN agent_usage u ON u.user_id = c.assignee_id";
 
 /// A card plus who created it (for permission checks).
@@ -333,7 +505,10 @@ fn card_row(r: &Row<'_>) -> rusqlite::Result<CardRow> {
             assignee_id: r.get(3)?,
             parent_id: r.get(4)?,
             conversation_id: r.get(5)?,
+            message_id: r.get(17)?,
             error: r.get(6)?,
+            result: r.get(18)?,
+            result_message_id: r.get(19)?,
             lease_expires_at: r.get(7)?,
             tokens_in: cost(8, 14)?,
             tokens_cached_in: cost(9, 15)?,
@@ -352,6 +527,7 @@ pub struct CardFilter {
     pub status: Option<CardStatus>,
     pub parent_id: Option<CardId>,
     pub conversation_id: Option<ConversationId>,
+    pub id: Option<CardId>,
 }
 
 pub struct Store {
@@ -360,6 +536,8 @@ pub struct Store {
     send_log: HashMap<UserId, rules::FixedWindow>,
     /// Call times per MCP key hash (300/min).
     mcp_log: HashMap<String, rules::FixedWindow>,
+    /// Armed faults: how many more requests fail at each point.
+    faults: HashMap<FaultPoint, u32>,
 }
 
 // ---------------------------------------------------------------- reads
@@ -457,6 +635,42 @@ fn load_card(c: &Connection, id: CardId) -> ApiResult<CardRow> {
         .ok_or_else(|| ApiError::not_found(format!("no card {id}")))
 }
 
+/// A card of room `cid`: one of another room is "no card" (404).
+fn load_card_in(c: &Connection, cid: ConversationId, id: CardId) -> ApiResult<CardRow> {
+    let row = load_card(c, id)?;
+    if row.card.conversation_id != cid {
+        return Err(ApiError::not_found(format!("no card {id} in room {cid}")));
+    }
+    Ok(row)
+}
+
+/// `id`, when given, must be a message of room `cid` (production checks the
+/// assign's `message_id` so); one of another room or none at all get the
+/// same answer.
+fn require_room_message(
+    c: &Connection,
+    cid: ConversationId,
+    id: Option<MessageId>,
+    field: &str,
+) -> ApiResult<()> {
+    let Some(id) = id else { return Ok(()) };
+    let found = c
+        .query_row(
+            "SELECT 1 FROM messages WHERE id = ?1 AND conversation_id = ?2",
+            [id, cid],
+            |_| Ok(()),
+        )
+        .optional()?
+        .is_some();
+    if found {
+        Ok(())
+    } else {
+        Err(ApiError::bad_request(format!(
+            "{field} {id} is not a message of room {cid}"
+        )))
+    }
+}
+
 /// Only the assignee or the creator acts on a card (`action` says how, for
 /// the refusal's text).
 fn require_actor(row: &CardRow, caller: UserId, action: &str) -> ApiResult<()> {
@@ -479,19 +693,11 @@ fn require_agent(c: &Connection, user: UserId, what: &str) -> ApiResult<()> {
     }
 }
 
-/// A card's assignee must be an agent member of the card's room (an agent,
-/// when the card has no room). Every failure gets the same answer, so a
+/// A card's assignee must be an agent member of the card's room. Every failure gets the same answer, so a
 /// refusal does not tell who is in a room (production merges them too).
-fn require_assignable(
-    c: &Connection,
-    assignee: UserId,
-    conv: Option<ConversationId>,
-) -> ApiResult<()> {
+fn require_assignable(c: &Connection, assignee: UserId, conv: ConversationId) -> ApiResult<()> {
     let agent = load_user(c, assignee)?.is_some_and(|u| u.is_agent);
-    let in_room = match conv {
-        Some(conv) => is_member(c, conv, assignee)?,
-        None => true,
-    };
+    let in_room = is_member(c, conv, assignee)?;
     if agent && in_room {
         Ok(())
     } else {
@@ -579,6 +785,7 @@ impl Store {
             conn,
             send_log: HashMap::new(),
             mcp_log: HashMap::new(),
+            faults: HashMap::new(),
         })
     }
 
@@ -592,8 +799,8 @@ impl Store {
         }
         let tx = self.conn.transaction()?;
         let r = tx.execute(
-            "INSERT INTO users (email, username, nickname, is_agent, created_at) \
-             VALUES (?1, ?2, ?3, ?4, ?5)",
+            "INSERT INTO users (email, username, nickname, is_agent, fixed_otp, created_at) \
+             VALUES (?1, ?2, ?3, ?4, ?4, ?5)",
             params![email, username, req.nickname, req.is_agent, now],
         );
         match r {
@@ -625,15 +832,54 @@ impl Store {
         load_user(&self.conn, id)
     }
 
-    pub fn user_by_email(&self, email: &str) -> ApiResult<Option<User>> {
-        Ok(self
+    /// The account `email` names when it may log in with the fixed code
+    /// (`rules::fixed_code_login`); `None` otherwise, whatever the reason.
+    pub fn fixed_code_user(&self, email: &str) -> ApiResult<Option<User>> {
+        let row = self
             .conn
             .query_row(
-                &format!("SELECT {USER_COLS} FROM users WHERE email = ?1"),
+                &format!("SELECT {USER_COLS}, fixed_otp, active FROM users WHERE email = ?1"),
                 [email.trim()],
-                user_row,
+                |r| Ok((user_row(r)?, r.get::<_, bool>(5)?, r.get::<_, bool>(6)?)),
             )
-            .optional()?)
+            .optional()?;
+        Ok(row
+            .filter(|(u, fixed_otp, active)| {
+                rules::fixed_code_login(u.is_agent, *fixed_otp, *active)
+            })
+            .map(|(u, _, _)| u))
+    }
+
+    /// The account behind a token, when it is still active.
+    pub fn active_user(&self, id: UserId) -> ApiResult<Option<User>> {
+        if is_active(&self.conn, id)? {
+            load_user(&self.conn, id)
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// Make an account active or inactive. Nothing else changes: an
+    /// inactive account's keys stay stored and work again once it is
+    /// active, as production's Verify reads the account's state on every
+    /// call.
+    pub fn set_active(&mut self, user: UserId, active: bool) -> ApiResult<UserState> {
+        let n = self.conn.execute(
+            "UPDATE users SET active = ?1 WHERE id = ?2",
+            params![active, user],
+        )?;
+        if n == 0 {
+            return Err(ApiError::not_found(format!("no user {user}")));
+        }
+        Ok(UserState {
+            user_id: user,
+            active,
+        })
+    }
+
+    /// Arm `point` to fail the next `times` requests reaching it.
+    pub fn arm_fault(&mut self, point: FaultPoint, times: u32) {
+        self.faults.insert(point, times);
     }
 
     // ------------------------------------------------------------ conversations
@@ -852,6 +1098,7 @@ impl Store {
     // ------------------------------------------------------------ keys
 
     /// Mint an MCP key; only its SHA-256 is stored. Returns the key itself.
+    /// Only an active agent account can have one (seed 002 L7 §0.2).
     pub fn mint_mcp_key(
         &mut self,
         now: i64,
@@ -863,14 +1110,34 @@ impl Store {
             return Err(ApiError::not_found(format!("no user {user}")));
         }
         require_agent(&tx, user, "can have MCP keys")?;
-        let key = insert_mcp_key(&tx, now, user, ttl_secs)?;
+        if !is_active(&tx, user)? {
+            return Err(ApiError::forbidden(
+                "the account is inactive: no key can be minted for it",
+            ));
+        }
+        let (key, _) = insert_mcp_key(&tx, now, user, ttl_secs)?;
         tx.commit()?;
         Ok(key)
     }
 
+    /// Soft-revoke every live MCP key of `user`.
+    pub fn revoke_mcp_keys(&mut self, now: i64, user: UserId) -> ApiResult<RevokedKeys> {
+        let tx = self.conn.transaction()?;
+        if load_user(&tx, user)?.is_none() {
+            return Err(ApiError::not_found(format!("no user {user}")));
+        }
+        let revoked = revoke_live_keys(&tx, now, user)?;
+        tx.commit()?;
+        Ok(RevokedKeys {
+            user_id: user,
+            revoked,
+        })
+    }
+
     /// The user an MCP key belongs to (looked up by its hash), or `None`
     /// when the key is unknown, revoked or expired (30 s of clock skew
-    /// allowed): one and the same refusal.
+    /// allowed) or its account is inactive: one and the same refusal
+    /// (seed 002 L7 §0.2, L48 item 7).
     pub fn mcp_user(&self, now: i64, key_sha256: &str) -> ApiResult<Option<User>> {
         let row: Option<(UserId, i64, Option<i64>, Option<i64>)> = self
             .conn
@@ -895,7 +1162,7 @@ impl Store {
         if revoked.is_some() || !rules::key_live(expires, now, constants::MCP_BEARER_SKEW_SECS) {
             return Ok(None);
         }
-        load_user(&self.conn, id)
+        self.active_user(id)
     }
 
     /// Count one MCP call against the key's window; `Err` = over the limit.
@@ -906,16 +1173,15 @@ impl Store {
         Ok(())
     }
 
+    /// An admin-created provisioning key (seed 002 L31): names no account
+    /// (redeeming creates one), lives 7 days unless asked otherwise, at
+    /// most 90 days. Returns the key and its expiry.
     pub fn create_provision_key(
         &mut self,
         now: i64,
         req: &CreateProvisionKey,
-    ) -> ApiResult<String> {
+    ) -> ApiResult<(String, i64)> {
         let tx = self.conn.transaction()?;
-        if load_user(&tx, req.user_id)?.is_none() {
-            return Err(ApiError::not_found(format!("no user {}", req.user_id)));
-        }
-        require_agent(&tx, req.user_id, "are provisioned")?;
         if let Some(c) = req.conversation_id
             && !conversation_exists(&tx, c)?
         {
@@ -926,64 +1192,79 @@ impl Store {
             ProvisionKind::Sentinel => "sentinel",
             ProvisionKind::Reinforcement => "reinforcement",
         };
+        let expires = rules::key_expiry(
+            now,
+            req.ttl_secs,
+            constants::PROVISION_KEY_DEFAULT_TTL_SECS,
+            constants::PROVISION_KEY_MAX_TTL_SECS,
+        );
         tx.execute(
-            "INSERT INTO provision_keys (key_sha256, user_id, kind, conversation_id, created_at) \
-             VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![key_hash(&key), req.user_id, kind, req.conversation_id, now],
+            "INSERT INTO provisioning_keys (key_sha256, kind, conversation_id, created_at, \
+             expires_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![key_hash(&key), kind, req.conversation_id, now, expires],
         )?;
         tx.commit()?;
-        Ok(key)
+        Ok((key, expires))
     }
 
-    /// Redeem in ONE transaction: mark the key used, mint the MCP key (for
-    /// reinforcement), join the room, record the installation. Any failure
-    /// rolls all of it back and the key stays usable.
+    /// Redeem in ONE transaction, as production (seed 002 L31): take the
+    /// key, create a NEW agent account (`is_agent`, and `fixed_otp` for a
+    /// sentinel), join the room (the request's, else the key's), mint the
+    /// MCP key (reinforcement), record the installation. Any failure rolls
+    /// all of it back and the key stays usable.
     pub fn redeem(
         &mut self,
         now: i64,
         req: &RedeemRequest,
-        base_url: &str,
+        public_base: Option<&str>,
     ) -> ApiResult<RedeemResponse> {
         let tx = self.conn.transaction()?;
         let hash = key_hash(req.key.trim());
-        let row: Option<(UserId, String, Option<ConversationId>, Option<i64>)> = tx
+        let row: Option<(String, Option<ConversationId>, i64, Option<i64>)> = tx
             .query_row(
-                "SELECT user_id, kind, conversation_id, redeemed_at FROM provision_keys \
+                "SELECT kind, conversation_id, expires_at, redeemed_at FROM provisioning_keys \
                  WHERE key_sha256 = ?1",
                 [&hash],
                 |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
             )
             .optional()?;
-        let Some((user_id, kind, conv, None)) = row else {
+        let usable = row
+            .as_ref()
+            .is_some_and(|(_, _, expires, redeemed)| redeemed.is_none() && now < *expires);
+        let Some((kind, key_conv, _, _)) = row.filter(|_| usable) else {
             return Err(ApiError::new(
                 StatusCode::FORBIDDEN,
                 codes::KEY_INVALID,
-                "unknown or already redeemed provisioning key",
+                "unknown, expired or already redeemed provisioning key",
             ));
         };
+        let reinforcement = kind == "reinforcement";
+        let user = insert_agent(&tx, now, &req.name, None, !reinforcement, None)?;
         tx.execute(
-            "UPDATE provision_keys SET redeemed_at = ?1 WHERE key_sha256 = ?2",
-            params![now, hash],
+            "UPDATE provisioning_keys SET redeemed_at = ?1, user_id = ?2 WHERE key_sha256 = ?3",
+            params![now, user.id, hash],
         )?;
-        let user = load_user(&tx, user_id)?.ok_or_else(ApiError::internal)?;
-        require_agent(&tx, user_id, "are provisioned")?;
-        let (fixed_code, mcp_key, ready_line) = if kind == "reinforcement" {
-            let key = insert_mcp_key(&tx, now, user_id, None)?;
-            let line = rules::ready_line(base_url, &key);
+        let conv = req.conversation_id.or(key_conv);
+        if let Some(c) = conv {
+            if !conversation_exists(&tx, c)? {
+                return Err(ApiError::not_found(format!("no conversation {c}")));
+            }
+            tx.execute(
+                "INSERT OR IGNORE INTO members (conversation_id, user_id) VALUES (?1, ?2)",
+                [c, user.id],
+            )?;
+        }
+        let (fixed_code, mcp_key, ready_line) = if reinforcement {
+            let (key, _) = insert_mcp_key(&tx, now, user.id, None)?;
+            let line = hoop_api::mcp::claude_add_line(public_base, &key);
             (None, Some(key), Some(line))
         } else {
             (Some(limits::FIXED_LOGIN_CODE.to_string()), None, None)
         };
-        if let Some(c) = conv {
-            tx.execute(
-                "INSERT OR IGNORE INTO members (conversation_id, user_id) VALUES (?1, ?2)",
-                [c, user_id],
-            )?;
-        }
         let machine = req.machine.clone().unwrap_or_default();
         match tx.execute(
             "INSERT INTO installations (user_id, machine, name, created_at) VALUES (?1, ?2, ?3, ?4)",
-            params![user_id, machine, req.name, now],
+            params![user.id, machine, req.name, now],
         ) {
             Err(e) if is_unique_violation(&e) => {
                 return Err(ApiError::conflict(
@@ -996,6 +1277,7 @@ impl Store {
             }
             r => r?,
         };
+        trip(&mut self.faults, FaultPoint::RedeemBeforeCommit)?;
         tx.commit()?;
         Ok(RedeemResponse {
             user,
@@ -1004,6 +1286,126 @@ impl Store {
             mcp_key,
             ready_line,
             conversation_id: conv,
+        })
+    }
+
+    // ------------------------------------------------------------ reinforcement
+
+    /// An application for a reinforcement account (seed 002 L29): the name
+    /// must match production's rule and gets `_aid`; one pending
+    /// application per person (409 `conflict` for a second).
+    pub fn reinforce_apply(
+        &mut self,
+        now: i64,
+        applicant: UserId,
+        req: &ReinforceApply,
+    ) -> ApiResult<ReinforceApplication> {
+        let name = rules::reinforcement_name(&req.name).map_err(ApiError::bad_request)?;
+        let tx = self.conn.transaction()?;
+        let r = tx.execute(
+            "INSERT INTO reinforce_applications (applicant_id, name, nickname, status, created_at) \
+             VALUES (?1, ?2, ?3, 'pending', ?4)",
+            params![applicant, name, req.nickname, now],
+        );
+        match r {
+            Err(e) if is_unique_violation(&e) => {
+                return Err(ApiError::conflict(
+                    codes::CONFLICT,
+                    "you already have a pending application",
+                ));
+            }
+            r => r?,
+        };
+        let id = tx.last_insert_rowid();
+        let app = tx.query_row(
+            &format!("SELECT {APPLICATION_COLS} FROM reinforce_applications WHERE id = ?1"),
+            [id],
+            application_row,
+        )?;
+        tx.commit()?;
+        Ok(app)
+    }
+
+    /// Approve in ONE transaction (seed 002 L29): the pending row, the new
+    /// account (`is_agent`, no fixed code, owned by the applicant), the
+    /// status. A name taken while it waited → 409 `conflict`, nothing
+    /// written, the application still pending.
+    pub fn approve(&mut self, now: i64, id: i64) -> ApiResult<ApprovedApplication> {
+        let tx = self.conn.transaction()?;
+        let app = tx
+            .query_row(
+                &format!("SELECT {APPLICATION_COLS} FROM reinforce_applications WHERE id = ?1"),
+                [id],
+                application_row,
+            )
+            .optional()?
+            .ok_or_else(|| ApiError::not_found(format!("no application {id}")))?;
+        if app.status != "pending" {
+            return Err(ApiError::conflict(
+                codes::CONFLICT,
+                format!("application {id} is {}", app.status),
+            ));
+        }
+        let agent = insert_agent(
+            &tx,
+            now,
+            &app.name,
+            app.nickname.as_deref(),
+            false,
+            Some(app.applicant_id),
+        )?;
+        tx.execute(
+            "UPDATE reinforce_applications SET status = 'approved', agent_id = ?1 WHERE id = ?2",
+            params![agent.id, id],
+        )?;
+        tx.commit()?;
+        Ok(ApprovedApplication {
+            application: ReinforceApplication {
+                status: "approved".into(),
+                agent_id: Some(agent.id),
+                ..app
+            },
+            agent,
+        })
+    }
+
+    /// The owner's key rotation (seed 002 L29): revoke the live keys and
+    /// mint a new one (90 days) in ONE transaction; a failure leaves the
+    /// old keys working. Returns the key and its expiry.
+    pub fn rotate_reinforce_key(
+        &mut self,
+        now: i64,
+        caller: UserId,
+        agent: UserId,
+    ) -> ApiResult<(String, i64)> {
+        let tx = self.conn.transaction()?;
+        require_owner(&tx, caller, agent)?;
+        if !is_active(&tx, agent)? {
+            return Err(ApiError::forbidden(
+                "the account is inactive: no key can be minted for it",
+            ));
+        }
+        revoke_live_keys(&tx, now, agent)?;
+        let minted = insert_mcp_key(&tx, now, agent, None)?;
+        trip(&mut self.faults, FaultPoint::RotateBeforeCommit)?;
+        tx.commit()?;
+        Ok(minted)
+    }
+
+    /// The owner revokes every live key of the account.
+    pub fn revoke_reinforce_key(
+        &mut self,
+        now: i64,
+        caller: UserId,
+        agent: UserId,
+    ) -> ApiResult<RevokedKeys> {
+        let tx = self.conn.transaction()?;
+        require_owner(&tx, caller, agent)?;
+        let revoked = revoke_live_keys(&tx, now, agent)?;
+        tx.commit()?;
+        Ok(RevokedKeys {
+            user_id: agent,
+            revoked,
         })
     }
 
@@ -1086,13 +1488,15 @@ impl Store {
 
     // ------------------------------------------------------------ cards
 
+    /// Assign a card in room `req.conversation_id` (one transaction).
+    /// `creator` is the calling user; `None` is the operator.
     pub fn create_card(
         &mut self,
         now: i64,
         creator: Option<UserId>,
         req: &AdminCreateCard,
     ) -> ApiResult<Card> {
-        let c = &req.card;
+        let (conv, c) = (req.conversation_id, &req.task);
         if c.title.trim().is_empty() {
             return Err(ApiError::bad_request("a card needs a title"));
         }
@@ -1102,24 +1506,29 @@ impl Store {
         {
             return Err(ApiError::not_found(format!("no user {a}")));
         }
-        if let Some(conv) = c.conversation_id
-            && !conversation_exists(&tx, conv)?
-        {
+        if !conversation_exists(&tx, conv)? {
             return Err(ApiError::not_found(format!("no conversation {conv}")));
         }
-        // A user creates cards only in rooms they are in; the operator
+        // A user assigns cards only in rooms they are in; the operator
         // (`creator` None) anywhere. Nobody assigns to a human or outside
         // the card's room.
-        if let (Some(caller), Some(conv)) = (creator, c.conversation_id) {
+        if let Some(caller) = creator {
             require_member(&tx, conv, caller)?;
         }
         if let Some(a) = c.assignee_id {
-            require_assignable(&tx, a, c.conversation_id)?;
+            require_assignable(&tx, a, conv)?;
         }
+        require_room_message(&tx, conv, c.message_id, "message_id")?;
         if let Some(parent) = c.parent_id {
             let p = load_card(&tx, parent)?;
             if let Some(caller) = creator {
                 require_actor(&p, caller, "add sub-cards to it")?;
+            }
+            if p.card.conversation_id != conv {
+                return Err(ApiError::bad_request(format!(
+                    "card {parent} lives in room {}; its sub-cards live there too",
+                    p.card.conversation_id
+                )));
             }
             if !p.card.status.is_live() {
                 return Err(ApiError::conflict(
@@ -1147,8 +1556,17 @@ impl Store {
         let creator = creator.or(req.creator_id);
         tx.execute(
             "INSERT INTO cards (title, status, assignee_id, creator_id, parent_id, \
-             conversation_id, created_at, updated_at) VALUES (?1, 'queued', ?2, ?3, ?4, ?5, ?6, ?6)",
-            params![c.title, c.assignee_id, creator, c.parent_id, c.conversation_id, now],
+             conversation_id, message_id, created_at, updated_at) \
+             VALUES (?1, 'queued', ?2, ?3, ?4, ?5, ?6, ?7, ?7)",
+            params![
+                c.title,
+                c.assignee_id,
+                creator,
+                c.parent_id,
+                conv,
+                c.message_id,
+                now
+            ],
         )?;
         let id = tx.last_insert_rowid();
         let card = load_card(&tx, id)?.card;
@@ -1163,7 +1581,8 @@ impl Store {
              AND (:assignee IS NULL OR c.assignee_id = :assignee) \
              AND (:status IS NULL OR c.status = :status) \
              AND (:parent IS NULL OR c.parent_id = :parent) \
-             AND (:conv IS NULL OR c.conversation_id = :conv) ORDER BY c.id DESC"
+             AND (:conv IS NULL OR c.conversation_id = :conv) \
+             AND (:id IS NULL OR c.id = :id) ORDER BY c.id DESC"
         ))?;
         let v = st
             .query_map(
@@ -1173,6 +1592,7 @@ impl Store {
                     ":status": f.status.map(status_str),
                     ":parent": f.parent_id,
                     ":conv": f.conversation_id,
+                    ":id": f.id,
                 },
                 |r| card_row(r).map(|c| c.card),
             )?
@@ -1185,11 +1605,26 @@ impl Store {
         Ok(load_visible_card(&self.conn, id, viewer)?.card)
     }
 
+    /// One card of room `cid`, if `viewer` may see it (else 404).
+    pub fn card_in(&self, viewer: UserId, cid: ConversationId, id: CardId) -> ApiResult<Card> {
+        let card = load_visible_card(&self.conn, id, viewer)?.card;
+        if card.conversation_id != cid {
+            return Err(ApiError::not_found(format!("no card {id} in room {cid}")));
+        }
+        Ok(card)
+    }
+
     /// queued → working. Never opens a lease. One top-level working card
     /// per agent; an unassigned card is assigned to the claimer.
-    pub fn claim(&mut self, now: i64, caller: UserId, id: CardId) -> ApiResult<Card> {
+    pub fn claim(
+        &mut self,
+        now: i64,
+        caller: UserId,
+        cid: ConversationId,
+        id: CardId,
+    ) -> ApiResult<Card> {
         let tx = self.conn.transaction()?;
-        let row = load_card(&tx, id)?;
+        let row = load_card_in(&tx, cid, id)?;
         require_agent(&tx, caller, "work cards")?;
         if row.card.assignee_id.is_some() {
             require_actor(&row, caller, "change it")?;
@@ -1229,16 +1664,27 @@ impl Store {
         Ok(card)
     }
 
-    /// A progress note; extends an existing lease, never opens one.
+    /// `…/progress`: `{"claim":true}` claims; otherwise a progress line,
+    /// which extends an existing lease (never opens one) and, from an
+    /// agent, counts as a heartbeat.
     pub fn progress(
         &mut self,
         now: i64,
         caller: UserId,
+        cid: ConversationId,
         id: CardId,
-        req: &CardProgress,
+        req: &TaskProgress,
     ) -> ApiResult<Card> {
+        if req.claim {
+            return self.claim(now, caller, cid, id);
+        }
+        let Some(line) = req.line.as_deref().filter(|l| !l.trim().is_empty()) else {
+            return Err(ApiError::bad_request(
+                "progress takes {\"claim\":true} or a non-empty line",
+            ));
+        };
         let tx = self.conn.transaction()?;
-        let row = load_card(&tx, id)?;
+        let row = load_card_in(&tx, cid, id)?;
         require_actor(&row, caller, "change it")?;
         if row.card.status != CardStatus::Working {
             return Err(ApiError::conflict(
@@ -1253,11 +1699,15 @@ impl Store {
         );
         tx.execute(
             "INSERT INTO card_notes (card_id, author_id, note, created_at) VALUES (?1, ?2, ?3, ?4)",
-            params![id, caller, req.note, now],
+            params![id, caller, line, now],
         )?;
         tx.execute(
             "UPDATE cards SET lease_expires_at = ?1, updated_at = ?2 WHERE id = ?3",
             params![lease, now, id],
+        )?;
+        tx.execute(
+            "UPDATE users SET last_beat_at = ?1 WHERE id = ?2 AND is_agent = 1",
+            [now, caller],
         )?;
         let card = load_card(&tx, id)?.card;
         tx.commit()?;
@@ -1265,9 +1715,15 @@ impl Store {
     }
 
     /// Renew: the only opener of a lease. A card that is not working → 404.
-    pub fn renew(&mut self, now: i64, caller: UserId, id: CardId) -> ApiResult<LeaseResponse> {
+    pub fn renew(
+        &mut self,
+        now: i64,
+        caller: UserId,
+        cid: ConversationId,
+        id: CardId,
+    ) -> ApiResult<LeaseResponse> {
         let tx = self.conn.transaction()?;
-        let row = load_card(&tx, id)?;
+        let row = load_card_in(&tx, cid, id)?;
         require_actor(&row, caller, "change it")?;
         let until = rules::renew(
             row.card.status,
@@ -1287,19 +1743,31 @@ impl Store {
     }
 
     /// Finish a card and, in the same transaction, cancel every live
-    /// descendant.
+    /// descendant. A card already finished answers `updated: false` and
+    /// changes nothing.
     pub fn finish(
         &mut self,
         now: i64,
         caller: UserId,
+        cid: ConversationId,
         id: CardId,
-        req: &FinishCard,
-    ) -> ApiResult<Card> {
+        req: &FinishTask,
+    ) -> ApiResult<FinishAnswer> {
         let tx = self.conn.transaction()?;
-        let row = load_card(&tx, id)?;
+        let row = load_card_in(&tx, cid, id)?;
         require_actor(&row, caller, "change it")?;
-        let to = rules::finish(row.card.status, req.status, req.error.as_deref())
-            .map_err(|r| refusal(r, "this finish"))?;
+        let to = match rules::finish(row.card.status, req.status, req.error.as_deref())
+            .map_err(|r| refusal(r, "this finish"))?
+        {
+            rules::Finish::Move(to) => to,
+            rules::Finish::Unchanged => {
+                return Ok(FinishAnswer {
+                    updated: false,
+                    task: None,
+                });
+            }
+        };
+        require_room_message(&tx, cid, req.result_message_id, "result_message_id")?;
         let error = if to == CardStatus::Failed {
             req.error.clone()
         } else {
@@ -1307,10 +1775,17 @@ impl Store {
         };
         tx.execute(
             &format!(
-                "UPDATE cards SET {END_SNAPSHOT}, status = ?1, error = ?2, \
-                 lease_expires_at = NULL, updated_at = ?3 WHERE id = ?4"
+                "UPDATE cards SET {END_SNAPSHOT}, status = ?1, error = ?2, result = ?3, \
+                 result_message_id = ?4, lease_expires_at = NULL, updated_at = ?5 WHERE id = ?6"
             ),
-            params![status_str(to), error, now, id],
+            params![
+                status_str(to),
+                error,
+                req.result,
+                req.result_message_id,
+                now,
+                id
+            ],
         )?;
         tx.execute(
             &format!(
@@ -1325,7 +1800,10 @@ impl Store {
         )?;
         let card = load_card(&tx, id)?.card;
         tx.commit()?;
-        Ok(card)
+        Ok(FinishAnswer {
+            updated: true,
+            task: Some(card),
+        })
     }
 
     // ------------------------------------------------------------ windows
@@ -1556,5 +2034,43 @@ mod tests {
         let user = store.mcp_user(last, &key_hash(key)).unwrap();
         assert_eq!(user.map(|u| u.id), Some(1));
         assert!(store.mcp_user(last + 1, &key_hash(key)).unwrap().is_none());
+    }
+
+    #[test]
+    fn accounts_from_before_account_states_open_log_in_and_redeem() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.sqlite");
+        {
+            let old = Connection::open(&path).unwrap();
+            old.execute_batch(
+                "CREATE TABLE users (id INTEGER PRIMARY KEY AUTOINCREMENT, \
+                 email TEXT NOT NULL UNIQUE, username TEXT NOT NULL UNIQUE, nickname TEXT, \
+                 is_agent INTEGER NOT NULL, created_at INTEGER NOT NULL, last_beat_at INTEGER);
+                 CREATE TABLE provision_keys (key_sha256 TEXT PRIMARY KEY, \
+                 user_id INTEGER NOT NULL REFERENCES users(id), kind TEXT NOT NULL, \
+                 conversation_id INTEGER, created_at INTEGER NOT NULL, redeemed_at INTEGER);
+                 INSERT INTO users (email, username, is_agent, created_at) \
+                   VALUES ('bolt@example.test', 'bolt', 1, 1), ('ann@example.test', 'ann', 0, 1);",
+            )
+            .unwrap();
+        }
+        let mut store = Store::open(Some(&path)).unwrap();
+        // Every old account is active; its agents keep the fixed code.
+        for email in ["bolt@example.test", "ann@example.test"] {
+            assert!(store.fixed_code_user(email).unwrap().is_some(), "{email}");
+        }
+        assert!(store.active_user(1).unwrap().is_some());
+        let (key, _) = store
+            .create_provision_key(10, &CreateProvisionKey::default())
+            .unwrap();
+        let req = RedeemRequest {
+            key,
+            name: "nova".into(),
+            machine: None,
+            conversation_id: None,
+        };
+        let r = store.redeem(11, &req, None).unwrap();
+        assert_eq!((r.user.username.as_str(), r.user.is_agent), ("nova", true));
+        assert!(store.fixed_code_user(&r.user.email).unwrap().is_some());
     }
 }

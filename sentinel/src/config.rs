@@ -13,7 +13,9 @@
 //!   "idle_reap_sec": 1800,
 //!   "new_room_backlog_sec": 3600,
 //!   "env": {"ANTHROPIC_BASE_URL": "…"},
-//!   "timings": {"debounce_ms": 3000}
+//!   "timings": {"debounce_ms": 3000},
+//!   "patrols": [{"name": "inbox", "interval_sec": 1200, "prescan": ["scan"],
+//!                "quiet_exit": 3, "brief": "…"}]
 //! }
 //! ```
 
@@ -25,7 +27,9 @@ use hoop_core::limits;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::constants::{HEARTBEAT_RETRY, NEW_ROOM_BACKLOG, REAPER_TICK, SENTINEL_CONFIG_FILE};
+use crate::constants::{
+    HEARTBEAT_RETRY, NEW_ROOM_BACKLOG, REAPER_TICK, SENTINEL_CONFIG_FILE, WORKER_POLL,
+};
 
 #[derive(Debug, Error)]
 pub enum ConfigError {
@@ -39,6 +43,8 @@ pub enum ConfigError {
         path: PathBuf,
         error: serde_json::Error,
     },
+    #[error("{path}: {error}")]
+    Invalid { path: PathBuf, error: String },
 }
 
 /// `sentinel.json`.
@@ -67,6 +73,9 @@ pub struct SentinelFile {
     /// Shorter clocks for tests and demos; production leaves this out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timings: Option<TimingsFile>,
+    /// Timed patrols ([`crate::patrol`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub patrols: Vec<crate::patrol::PatrolFile>,
 }
 
 /// Overrides of the daemon's clocks, in milliseconds.
@@ -95,6 +104,8 @@ pub struct TimingsFile {
     /// long to watch a run of failures).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub heartbeat_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker_poll_ms: Option<u64>,
 }
 
 /// The daemon's clocks, resolved.
@@ -112,6 +123,8 @@ pub struct Timings {
     pub heartbeat_retry: Duration,
     /// `None`: follow the backend's `next_beat_sec` (with the floor).
     pub heartbeat_every: Option<Duration>,
+    /// How often the renewer looks at live workers' cards.
+    pub worker_poll: Duration,
 }
 
 impl Default for Timings {
@@ -127,6 +140,7 @@ impl Default for Timings {
             reaper_tick: REAPER_TICK,
             heartbeat_retry: HEARTBEAT_RETRY,
             heartbeat_every: None,
+            worker_poll: WORKER_POLL,
         }
     }
 }
@@ -149,6 +163,7 @@ impl Timings {
             reaper_tick: f.reaper_tick_ms.map_or(d.reaper_tick, ms),
             heartbeat_retry: f.heartbeat_retry_ms.map_or(d.heartbeat_retry, ms),
             heartbeat_every: f.heartbeat_ms.map(ms),
+            worker_poll: f.worker_poll_ms.map_or(d.worker_poll, ms),
         }
     }
 }
@@ -164,6 +179,8 @@ pub struct SentinelConfig {
     pub new_room_backlog: Duration,
     pub env: BTreeMap<String, String>,
     pub timings: Timings,
+    /// Validated patrols (see [`SentinelConfig::load`]).
+    pub patrols: Vec<crate::patrol::Patrol>,
 }
 
 /// The default agent CLI: found on PATH.
@@ -173,8 +190,11 @@ pub const DEFAULT_CLAUDE_BIN: &str = "claude";
 pub const DEFAULT_PERMISSION_MODE: &str = "bypassPermissions";
 
 impl SentinelConfig {
+    /// Resolve defaults; patrols are validated by [`SentinelConfig::load`]
+    /// (here, declarations that do not validate are dropped).
     pub fn resolve(f: SentinelFile) -> SentinelConfig {
         SentinelConfig {
+            patrols: crate::patrol::validate(&f.patrols).unwrap_or_default(),
             claude_bin: f
                 .claude_bin
                 .unwrap_or_else(|| PathBuf::from(DEFAULT_CLAUDE_BIN)),
@@ -201,7 +221,7 @@ impl SentinelConfig {
         let path = home_dir.join(SENTINEL_CONFIG_FILE);
         let file = match std::fs::read_to_string(&path) {
             Ok(text) => serde_json::from_str(&text).map_err(|source| ConfigError::Parse {
-                path,
+                path: path.clone(),
                 error: source,
             })?,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => SentinelFile::default(),
@@ -212,6 +232,9 @@ impl SentinelConfig {
                 });
             }
         };
+        if let Err(error) = crate::patrol::validate(&file.patrols) {
+            return Err(ConfigError::Invalid { path, error });
+        }
         Ok(SentinelConfig::resolve(file))
     }
 }
@@ -248,5 +271,24 @@ mod tests {
         std::fs::write(&p, r#"{"idle_reep_sec": 5}"#).unwrap();
         let e = SentinelConfig::load(dir.path()).unwrap_err();
         assert!(e.to_string().contains("idle_reep_sec"), "{e}");
+    }
+
+    #[test]
+    fn patrols_are_read_and_a_bad_one_stops_the_load() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join(SENTINEL_CONFIG_FILE);
+        let patrol = |quiet: i32| {
+            format!(
+                r#"{{"patrols": [{{"name": "inbox", "interval_sec": 60, "prescan": ["scan"],
+                    "quiet_exit": {quiet}, "brief": "summarise"}}]}}"#
+            )
+        };
+        std::fs::write(&p, patrol(3)).unwrap();
+        let c = SentinelConfig::load(dir.path()).unwrap();
+        assert_eq!(c.patrols.len(), 1);
+        assert_eq!(c.patrols[0].name, "inbox");
+        std::fs::write(&p, patrol(0)).unwrap();
+        let e = SentinelConfig::load(dir.path()).unwrap_err();
+        assert!(e.to_string().contains("quiet_exit"), "{e}");
     }
 }

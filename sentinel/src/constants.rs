@@ -53,3 +53,20 @@ pub const NEW_ROOM_EXTRA_PAGES: u32 = 15;
 /// A room whose pull keeps failing is logged once per cause and this long:
 /// a broken room must be visible in the log without flooding it every round.
 pub const ROOM_FAILURE_LOG_EVERY: Duration = Duration::from_secs(3600);
+
+/// A worker's result or error text on its card is at most this many
+/// characters: a card carries a summary, the transcript stays on disk.
+pub const WORKER_DETAIL_CAP: usize = 4000;
+/// The record of one worker inside its directory (`workers/<card>/`).
+pub const WORKER_RECORD_FILE: &str = "worker.json";
+/// A stopped worker gets this long after SIGTERM before SIGKILL (the CLI
+/// exits on SIGTERM at once; this only bounds a wedged one).
+pub const WORKER_STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+/// The renewer looks at the home's worker records this often (a local
+/// directory read; the backend is asked only while workers live), so a new
+/// worker's lease opens and a worker whose card was cancelled (its parent
+/// finished) stops within seconds rather than at the next renew a minute
+/// later.
+pub const WORKER_POLL: std::time::Duration = std::time::Duration::from_secs(10);
+/// A worker's agent runs at most this long; heavy work, but never forever.
+pub const WORKER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2 * 3600);

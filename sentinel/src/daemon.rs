@@ -1,6 +1,7 @@
 //! The daemon's wiring: take the account lock (held for life), load and
 //! check the home's state, log in, print the `🚀` line, then run the tasks
-//! (ws, cycle, heartbeat, lease renewer, idle reaper) until SIGTERM/SIGINT.
+//! (ws, cycle, heartbeat, lease renewer, idle reaper, patrols, the
+//! hook-status endpoint) until SIGTERM/SIGINT.
 //!
 //! Cold start: before the first round the agent's session is compacted if
 //! it is big ([`cold_start`]), holding the turn lock; the WebSocket is
@@ -10,7 +11,6 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use hoop_api::rest::Client;
@@ -26,7 +26,7 @@ use crate::lock::{self, LockError};
 use crate::policy::{login_notice_due, ws_backoff};
 use crate::prompts::PromptSet;
 use crate::round::RoundCtx;
-use crate::state::{Cursors, Obituaries, StateError, Status};
+use crate::state::{Cursors, Obituaries, StateError, Status, StatusBoard};
 use crate::switches::Switches;
 use crate::tasks;
 
@@ -172,7 +172,7 @@ where
     let prompts = PromptSet::load(&home.prompts_dir(), &home.task_path());
     let switches = Switches::read(&home);
     tracing::info!(
-        "🚀 {} pid={} backend={} email={} claude={} permission={} cursors={} prompts={} {}",
+        "🚀 {} pid={} backend={} email={} claude={} permission={} cursors={} prompts={} {} {}",
         home.name,
         std::process::id(),
         backend_cfg.base_url,
@@ -181,18 +181,20 @@ where
         cfg.permission_mode,
         cursors.0.len(),
         prompts.describe(),
-        switches.describe()
+        switches.describe(),
+        crate::patrol::describe(&cfg.patrols)
     );
     // A process a crashed predecessor left running would answer on its own.
     crate::driver_agent::stop_leftover(&home.dir(), &workdir, &cfg.claude_bin).await;
     let me = login_until_ok(&client, &cfg, &home.dir().join(STATUS_FILE)).await;
     tracing::info!(user = me.id, username = %me.username, "logged in");
 
+    let setup_env = agent_env(&home, &cfg, &hoop_exe);
     let setup = AgentSetup {
         home: home.clone(),
         claude_bin: cfg.claude_bin.clone(),
         workdir,
-        env: agent_env(&home, &cfg, &hoop_exe),
+        env: setup_env.clone(),
         permission_mode: cfg.permission_mode.clone(),
         allowed_tools: cfg.allowed_tools.clone(),
         turn_timeout: cfg.turn_timeout,
@@ -207,14 +209,15 @@ where
         current_card: current_card.clone(),
         warm_parts: std::sync::Mutex::new(None),
     });
-    let connected = Arc::new(AtomicBool::new(false));
     let (kick_tx, kick_rx) = tokio::sync::mpsc::unbounded_channel();
-    let status = Status {
-        pid: std::process::id(),
-        started_at: now_unix(),
-        ..Default::default()
-    };
-    let _ = status.save(&home.dir().join(STATUS_FILE));
+    let board = StatusBoard::new(
+        home.dir().join(STATUS_FILE),
+        Status {
+            pid: std::process::id(),
+            started_at: now_unix(),
+            ..Default::default()
+        },
+    );
 
     let mut set = tokio::task::JoinSet::new();
     set.spawn(tasks::ws::run(
@@ -222,18 +225,50 @@ where
         me.id,
         cfg.timings.clone(),
         kick_tx,
-        connected.clone(),
+        board.clone(),
     ));
+    let patrols = if cfg.patrols.is_empty() {
+        None
+    } else {
+        let (fire_tx, fire_rx) = tokio::sync::mpsc::unbounded_channel();
+        let in_flight = tasks::patrol::InFlight::default();
+        set.spawn(tasks::patrol::run(
+            home.dir(),
+            setup_env.clone(),
+            cfg.patrols.clone(),
+            fire_tx,
+            in_flight.clone(),
+        ));
+        Some(tasks::cycle::PatrolInbox {
+            rx: fire_rx,
+            in_flight,
+        })
+    };
     {
-        let (ctx, agent, connected) = (ctx.clone(), agent.clone(), connected.clone());
+        let (ctx, agent, board) = (ctx.clone(), agent.clone(), board.clone());
         let retry = cfg.timings.turn_lock_retry;
         set.spawn(async move {
             cold_start(&ctx.home.turn_lock_path(), &agent, retry).await;
-            tasks::cycle::run(ctx, agent, kick_rx, connected, status).await
+            tasks::cycle::run(ctx, agent, kick_rx, patrols, board).await
         });
     }
     set.spawn(tasks::heartbeat::run(client.clone(), cfg.timings.clone()));
-    set.spawn(tasks::lease::run(client.clone(), current_card));
+    // The hook-status lane of the home's workers (observability only).
+    let runtime = hoop_guards::lane::runtime_dir(&home);
+    if let Some((listener, addr)) = tasks::hook_status::bind(&runtime, &home.name).await {
+        tracing::info!(%addr, "hook-status endpoint on loopback");
+        set.spawn(tasks::hook_status::run(
+            listener,
+            runtime,
+            home.name.clone(),
+        ));
+    }
+    set.spawn(tasks::lease::run(
+        client.clone(),
+        current_card,
+        home.clone(),
+        cfg.timings.worker_poll,
+    ));
     {
         let (agent, turn_lock) = (agent.clone(), home.turn_lock_path());
         let (limit, tick) = (cfg.idle_reap, cfg.timings.reaper_tick);

@@ -60,13 +60,18 @@ fn open(path: &Path) -> Result<File, LockError> {
         })
 }
 
-fn holder_of(file: &mut File) -> String {
+/// The pid the holder wrote into the file, if it reads as one.
+fn pid_in(file: &mut File) -> Option<u32> {
     let mut s = String::new();
     let _ = file.seek(SeekFrom::Start(0));
     let _ = file.take(64).read_to_string(&mut s);
-    match s.trim().parse::<u32>() {
-        Ok(pid) => format!("pid {pid}"),
-        Err(_) => "another process (pid unknown)".to_string(),
+    s.trim().parse::<u32>().ok()
+}
+
+fn holder_of(file: &mut File) -> String {
+    match pid_in(file) {
+        Some(pid) => format!("pid {pid}"),
+        None => "another process (pid unknown)".to_string(),
     }
 }
 
@@ -115,10 +120,32 @@ pub fn turn(path: &Path) -> Result<Held, LockError> {
 /// Is the lock free right now? Decided by TRYING it (and releasing at once),
 /// never by whether the file exists.
 pub fn is_free(path: &Path) -> Result<bool, LockError> {
-    match try_take(path, "the lock") {
-        Ok(_f) => Ok(true),
-        Err(e) if e.is_busy() => Ok(false),
-        Err(e) => Err(e),
+    Ok(probe(path)? == Probe::Free)
+}
+
+/// What trying a lock found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Probe {
+    /// Nobody holds it (it was taken and released at once).
+    Free,
+    /// Someone holds it; `pid` is what the holder wrote into the file (the
+    /// account lock's holder writes its pid; the turn lock's does not).
+    Held { pid: Option<u32> },
+}
+
+/// Try the lock (releasing it at once) and say who holds it. Never decided
+/// by whether the file exists.
+pub fn probe(path: &Path) -> Result<Probe, LockError> {
+    let mut file = open(path)?;
+    match file.try_lock() {
+        Ok(()) => Ok(Probe::Free),
+        Err(TryLockError::WouldBlock) => Ok(Probe::Held {
+            pid: pid_in(&mut file),
+        }),
+        Err(TryLockError::Error(source)) => Err(LockError::Io {
+            path: path.to_path_buf(),
+            error: source,
+        }),
     }
 }
 
@@ -139,7 +166,14 @@ mod tests {
             "{msg}"
         );
         assert!(!is_free(&p).unwrap());
+        assert_eq!(
+            probe(&p).unwrap(),
+            Probe::Held {
+                pid: Some(std::process::id())
+            }
+        );
         drop(held);
+        assert_eq!(probe(&p).unwrap(), Probe::Free);
         assert!(p.exists(), "the lock file is never deleted");
         assert!(is_free(&p).unwrap());
         let _again = account(&p).unwrap();

@@ -333,18 +333,7 @@ async fn turn<A: Agent>(
     rooms: &mut RoomFailures,
 ) -> (TurnClass, AfterTurn) {
     let rerun = streak.is_rerun();
-    let needed = plan::parts_needed(wakes, rerun);
-    let live = agent.lock().await.idle_for().is_some();
-    let warm = if live {
-        *ctx.warm_parts.lock().unwrap_or_else(|e| e.into_inner())
-    } else {
-        None
-    };
-    let chosen = plan::preamble_parts(warm, needed);
-    *ctx.warm_parts.lock().unwrap_or_else(|e| e.into_inner()) = Some(chosen);
-    let parts = parts_for(chosen);
-    let prompts = PromptSet::load(&ctx.home.prompts_dir(), &ctx.home.task_path());
-    let preamble = prompts.preamble(&parts);
+    let (preamble, part_names) = preamble_for(ctx, agent, plan::parts_needed(wakes, rerun)).await;
     let ictx = InstructionCtx {
         home: &ctx.home.name,
         username: &ctx.me.username,
@@ -372,7 +361,6 @@ async fn turn<A: Agent>(
     let card_id = working_card(ctx).await;
     // The usage snapshot before the turn: the one after must hold the turn.
     let before = account_totals(ctx).await;
-    let part_names: Vec<&str> = parts.iter().map(|p| p.name()).collect();
     tracing::info!(parts = ?part_names, rerun, "🧠 turn started");
     let started = Instant::now();
     let result: TurnResult = agent.lock().await.run_turn(&preamble, &message).await;
@@ -398,14 +386,39 @@ async fn turn<A: Agent>(
     (class, after)
 }
 
+/// The system preamble for a turn that needs `needed`: the parts the live
+/// process was started with stay (see [`plan::preamble_parts`]), and the
+/// home's overrides and `task.md` are read afresh. Message rounds and patrol
+/// rounds both assemble it here. Returns the preamble and the part names.
+pub(crate) async fn preamble_for<A: Agent>(
+    ctx: &RoundCtx,
+    agent: &tokio::sync::Mutex<A>,
+    needed: plan::PartsNeeded,
+) -> (String, Vec<&'static str>) {
+    let live = agent.lock().await.idle_for().is_some();
+    let warm = if live {
+        *ctx.warm_parts.lock().unwrap_or_else(|e| e.into_inner())
+    } else {
+        None
+    };
+    let chosen = plan::preamble_parts(warm, needed);
+    *ctx.warm_parts.lock().unwrap_or_else(|e| e.into_inner()) = Some(chosen);
+    let parts = parts_for(chosen);
+    let prompts = PromptSet::load(&ctx.home.prompts_dir(), &ctx.home.task_path());
+    (
+        prompts.preamble(&parts),
+        parts.iter().map(|p| p.name()).collect(),
+    )
+}
+
 /// The account's working top-level card, if any (the lease renewer's last
 /// knowledge when the backend cannot say).
-async fn working_card(ctx: &RoundCtx) -> Option<hoop_api::types::CardId> {
+pub(crate) async fn working_card(ctx: &RoundCtx) -> Option<hoop_api::types::CardId> {
     match ctx
         .client
         .cards(&hoop_api::rest::CardFilter {
-            assignee: Some("me".into()),
             status: Some(hoop_api::types::CardStatus::Working),
+            ..hoop_api::rest::CardFilter::mine()
         })
         .await
     {
@@ -416,19 +429,19 @@ async fn working_card(ctx: &RoundCtx) -> Option<hoop_api::types::CardId> {
 
 /// The account's cumulative totals read from the agent's transcripts
 /// (`None`, logged, when they cannot be read).
-async fn account_totals(ctx: &RoundCtx) -> Option<hoop_core::transcript::Usage> {
+pub(crate) async fn account_totals(ctx: &RoundCtx) -> Option<hoop_core::transcript::Usage> {
     let env: Vec<(String, String)> = ctx
         .cfg
         .env
         .iter()
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
-    let Some(dir) = crate::context::config_dir(&env, |k| std::env::var_os(k)) else {
+    let Some(dirs) = crate::usage::account_dirs(&ctx.home, &env) else {
         tracing::warn!("no config dir for the agent; usage not read");
         return None;
     };
     let cache = ctx.home.dir().join(crate::constants::USAGE_CACHE_FILE);
-    match tokio::task::spawn_blocking(move || crate::usage::read_totals(dir, Some(cache))).await {
+    match tokio::task::spawn_blocking(move || crate::usage::read_totals(dirs, Some(cache))).await {
         Ok(Ok(t)) => Some(t),
         Ok(Err(e)) => {
             tracing::warn!(error = %e, "usage totals unreadable");
@@ -445,7 +458,7 @@ async fn account_totals(ctx: &RoundCtx) -> Option<hoop_core::transcript::Usage> 
 /// [`crate::usage`]) naming the card decided before the turn. `before` is
 /// the snapshot read before the turn: the report waits (bounded) until the
 /// transcripts hold the turn's output, so the turn is in it.
-async fn report_usage(
+pub(crate) async fn report_usage(
     ctx: &RoundCtx,
     card_id: Option<hoop_api::types::CardId>,
     before: Option<hoop_core::transcript::Usage>,

@@ -204,6 +204,46 @@ impl Status {
     }
 }
 
+/// The status file's one writer in the daemon: the cycle (after each round)
+/// and the WebSocket task (when the socket comes up or drops) update it
+/// under one mutex, so neither overwrites the other's news, and `hoop
+/// status` sees a dropped socket at once, not at the next round.
+#[derive(Debug, Clone)]
+pub struct StatusBoard {
+    status: std::sync::Arc<std::sync::Mutex<Status>>,
+    path: PathBuf,
+}
+
+impl StatusBoard {
+    /// Start the board with `status` and write it.
+    pub fn new(path: PathBuf, status: Status) -> StatusBoard {
+        let board = StatusBoard {
+            status: std::sync::Arc::new(std::sync::Mutex::new(status)),
+            path,
+        };
+        board.update(|_| {});
+        board
+    }
+
+    /// Change the status and write the file (a failed write is logged: the
+    /// status file informs operators, it decides nothing).
+    pub fn update(&self, change: impl FnOnce(&mut Status)) {
+        let mut st = self.status.lock().unwrap_or_else(|e| e.into_inner());
+        change(&mut st);
+        if let Err(e) = st.save(&self.path) {
+            tracing::debug!(error = %e, "status file not written");
+        }
+    }
+
+    /// The status as last updated.
+    pub fn get(&self) -> Status {
+        self.status
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -285,6 +325,33 @@ mod tests {
             assert_eq!(raw["last_round_result"], word, "{outcome:?}");
             assert_eq!(Status::load(&p).unwrap(), st);
         }
+    }
+
+    /// The socket's news and the round's news land in the same file
+    /// without one erasing the other.
+    #[test]
+    fn the_status_board_keeps_every_writers_news() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("sentinel-status.json");
+        let board = StatusBoard::new(
+            p.clone(),
+            Status {
+                pid: 42,
+                ..Status::default()
+            },
+        );
+        assert_eq!(Status::load(&p).unwrap().pid, 42, "written at start");
+        let ws = board.clone();
+        ws.update(|s| s.ws_connected = true);
+        board.update(|s| s.last_round_result = Some(RoundResult::Ok));
+        let st = Status::load(&p).unwrap();
+        assert!(st.ws_connected);
+        assert_eq!(st.last_round_result, Some(RoundResult::Ok));
+        ws.update(|s| s.ws_connected = false);
+        let st = Status::load(&p).unwrap();
+        assert!(!st.ws_connected, "a drop is written at once");
+        assert_eq!(st.last_round_result, Some(RoundResult::Ok));
+        assert_eq!(board.get(), st);
     }
 
     #[test]

@@ -26,13 +26,28 @@ pub fn snapshot(card_id: Option<CardId>, totals: Option<&Usage>) -> UsageReport 
 }
 
 /// Read the account's cumulative totals (blocking: run it off the async
-/// threads). `config_dir` is the CLI's config dir, `cache` the meter's
-/// incremental state.
+/// threads). `dirs` are the transcript roots of [`account_dirs`], `cache`
+/// the meter's incremental state.
 pub fn read_totals(
-    config_dir: PathBuf,
+    dirs: Vec<PathBuf>,
     cache: Option<PathBuf>,
 ) -> Result<Usage, hoop_meter::MeterError> {
-    hoop_meter::cumulative(&[config_dir], cache)
+    hoop_meter::cumulative(&dirs, cache)
+}
+
+/// Every transcript root of the account: the agent CLI's config dir (from
+/// the agent's environment `env`, else the inherited one) and each of the
+/// home's workers' scratch HOMEs (their tokens are the account's too, and
+/// production records them on the worker's card through these totals).
+/// `None` when the agent's config dir cannot be known.
+pub fn account_dirs(
+    home: &hoop_core::home::Home,
+    env: &[(String, String)],
+) -> Option<Vec<PathBuf>> {
+    let main = crate::context::config_dir(env, |k| std::env::var_os(k))?;
+    let mut dirs = vec![main];
+    dirs.extend(crate::worker::transcript_dirs(home));
+    Some(dirs)
 }
 
 /// True when the transcripts hold the turn's own output: the CLI writes a
@@ -121,7 +136,7 @@ mod tests {
         };
         let cache = dir.path().join("cache.bin");
         std::fs::write(proj.join("a.jsonl"), line("m1", 10, 100, 3) + "\n").unwrap();
-        let first = read_totals(dir.path().into(), Some(cache.clone())).unwrap();
+        let first = read_totals(vec![dir.path().into()], Some(cache.clone())).unwrap();
         let r = snapshot(None, Some(&first));
         assert_eq!(
             (r.tokens_in, r.tokens_cached_in, r.tokens_out),
@@ -134,7 +149,7 @@ mod tests {
             .unwrap();
         std::io::Write::write_all(&mut f, (line("m2", 5, 200, 4) + "\n").as_bytes()).unwrap();
         std::fs::write(proj.join("b.jsonl"), line("m1", 10, 100, 3) + "\n").unwrap();
-        let second = read_totals(dir.path().into(), Some(cache)).unwrap();
+        let second = read_totals(vec![dir.path().into()], Some(cache)).unwrap();
         let r = snapshot(None, Some(&second));
         assert_eq!(
             (r.tokens_in, r.tokens_cached_in, r.tokens_out),

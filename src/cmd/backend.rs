@@ -1,6 +1,7 @@
 //! `hoop backend …`: serve the reference backend, or drive a running one as
 //! its operator (create users and rooms, read a room, post as anyone, mint
-//! keys, create cards, push events, move its clock). Operator commands print
+//! and revoke keys, disable accounts, approve reinforcement applications,
+//! create cards, push events, arm a fault, move its clock). Operator commands print
 //! JSON of what they created on stdout, one object per line; `room read`
 //! prints the room as text lines unless `--json`.
 //!
@@ -18,10 +19,10 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use hoop_api::admin::{
-    AdminClient, AdminCreateCard, CreateConversation, CreateProvisionKey, CreateUser, PostAs,
-    ProvisionKind, Push, PushEvent,
+    AdminClient, AdminCreateCard, CreateConversation, CreateProvisionKey, CreateUser, FaultPoint,
+    PostAs, ProvisionKind, Push, PushEvent,
 };
-use hoop_api::types::{CreateCard, Mention, Message, MessageKind, MessagePage, SendMessage};
+use hoop_api::types::{AssignTask, Mention, Message, MessageKind, MessagePage, SendMessage};
 use hoop_core::fsutil::{WriteOptions, write_atomic};
 
 /// Environment variable naming the backend an operator command talks to.
@@ -50,6 +51,13 @@ pub enum Command {
     /// Provisioning keys.
     #[command(subcommand, name = "provision-key")]
     ProvisionKey(ProvisionKeyCmd),
+    /// Reinforcement applications.
+    #[command(subcommand)]
+    Reinforce(ReinforceCmd),
+    /// Fail the next request reaching a point inside a transaction (checks
+    /// that a failed write leaves nothing behind).
+    #[command(subcommand)]
+    Fault(FaultCmd),
     /// Work cards.
     #[command(subcommand)]
     Card(CardCmd),
@@ -83,6 +91,14 @@ pub struct ServeArgs {
     /// reaches the address can try it.
     #[arg(long)]
     pub allow_non_loopback: bool,
+    /// The base URL written into `claude mcp add …` lines (default: this
+    /// server's own address).
+    #[arg(long, conflicts_with = "no_public_base")]
+    pub public_base: Option<String>,
+    /// Write a placeholder base into `claude mcp add …` lines instead, as a
+    /// production server with no public base configured does.
+    #[arg(long)]
+    pub no_public_base: bool,
 }
 
 /// How an operator command reaches the server.
@@ -116,6 +132,21 @@ pub enum UserCmd {
     List {
         #[command(flatten)]
         conn: Conn,
+    },
+    /// Make an account inactive: its MCP keys, tokens and logins are
+    /// refused until it is enabled again.
+    Disable {
+        #[command(flatten)]
+        conn: Conn,
+        #[arg(long)]
+        user: String,
+    },
+    /// Make an account active again.
+    Enable {
+        #[command(flatten)]
+        conn: Conn,
+        #[arg(long)]
+        user: String,
     },
 }
 
@@ -183,8 +214,20 @@ pub struct PostArgs {
 
 #[derive(clap::Subcommand)]
 pub enum KeyCmd {
-    /// Mint an MCP key; printed once (the server keeps only its SHA-256).
+    /// Mint an MCP key for an active agent account; printed once (the
+    /// server keeps only its SHA-256).
     Mint {
+        #[command(flatten)]
+        conn: Conn,
+        #[arg(long)]
+        user: String,
+        /// The key's life: seconds, or a number with s, m, h or d (default
+        /// 90 days; the server clamps it to a year).
+        #[arg(long, value_parser = parse_ttl)]
+        ttl: Option<i64>,
+    },
+    /// Revoke every live MCP key of a user.
+    Revoke {
         #[command(flatten)]
         conn: Conn,
         #[arg(long)]
@@ -194,24 +237,76 @@ pub enum KeyCmd {
 
 #[derive(clap::Subcommand)]
 pub enum ProvisionKeyCmd {
-    /// Create a provisioning key for a user.
+    /// Create a provisioning key: redeeming it creates a NEW agent account.
     Create {
         #[command(flatten)]
         conn: Conn,
-        #[arg(long)]
-        user: String,
         /// `sentinel` or `reinforcement`.
         #[arg(long, default_value = "sentinel")]
         kind: String,
         /// A room the account joins on redeem.
         #[arg(long)]
         room: Option<i64>,
+        /// The key's life: seconds, or a number with s, m, h or d (default
+        /// 7 days; the server clamps it to 90 days).
+        #[arg(long, value_parser = parse_ttl)]
+        ttl: Option<i64>,
     },
 }
 
 #[derive(clap::Subcommand)]
+pub enum ReinforceCmd {
+    /// Approve an application: creates the reinforcement account, owned by
+    /// the applicant.
+    Approve {
+        #[command(flatten)]
+        conn: Conn,
+        #[arg(long)]
+        id: i64,
+    },
+}
+
+#[derive(clap::Subcommand)]
+pub enum FaultCmd {
+    /// Arm a point: `redeem_before_commit` or `rotate_before_commit`.
+    Arm {
+        #[command(flatten)]
+        conn: Conn,
+        point: String,
+        /// How many requests fail there.
+        #[arg(long, default_value_t = 1)]
+        times: u32,
+    },
+}
+
+/// A key's life on the command line: `3600`, `90s`, `30m`, `12h`, `7d` →
+/// seconds (positive, no overflow).
+pub fn parse_ttl(s: &str) -> Result<i64, String> {
+    let s = s.trim();
+    let (digits, unit) = match s.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() => (&s[..i], c),
+        _ => (s, 's'),
+    };
+    let scale: i64 = match unit {
+        's' => 1,
+        'm' => 60,
+        'h' => 3600,
+        'd' => 86_400,
+        other => return Err(format!("unknown unit {other:?} (use s, m, h or d)")),
+    };
+    let n: i64 = digits
+        .parse()
+        .map_err(|_| format!("{s:?} is not a duration like 7d, 12h, 30m or 3600"))?;
+    if n <= 0 {
+        return Err(format!("{s:?}: a key's life must be positive"));
+    }
+    n.checked_mul(scale)
+        .ok_or_else(|| format!("{s:?} is too long"))
+}
+
+#[derive(clap::Subcommand)]
 pub enum CardCmd {
-    /// Create a queued card.
+    /// Assign a queued card in a room (every card lives in a workroom).
     Add {
         #[command(flatten)]
         conn: Conn,
@@ -222,7 +317,7 @@ pub enum CardCmd {
         #[arg(long)]
         parent: Option<i64>,
         #[arg(long)]
-        room: Option<i64>,
+        room: i64,
     },
 }
 
@@ -312,6 +407,11 @@ async fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
         agent_secret,
         admin_token: None,
         allow_non_loopback: a.allow_non_loopback,
+        public_base: match (a.public_base, a.no_public_base) {
+            (_, true) => hoop_refbackend::PublicBase::Unset,
+            (Some(u), false) => hoop_refbackend::PublicBase::Url(u),
+            (None, false) => hoop_refbackend::PublicBase::Listen,
+        },
         ..hoop_refbackend::Config::default()
     };
     let running = hoop_refbackend::spawn(a.addr, cfg).await?;
@@ -478,19 +578,33 @@ async fn operate(cmd: Command) -> anyhow::Result<ExitCode> {
                 .await?;
             print_json(serde_json::to_value(&msg)?)
         }
-        Command::Key(KeyCmd::Mint { conn, user }) => {
+        Command::User(UserCmd::Disable { conn, user }) => {
             let c = client(&conn)?;
             let id = user_id(&c, &user).await?;
-            print_json(serde_json::to_value(&c.mint_mcp_key(id).await?)?)
+            print_json(serde_json::to_value(&c.set_user_active(id, false).await?)?)
+        }
+        Command::User(UserCmd::Enable { conn, user }) => {
+            let c = client(&conn)?;
+            let id = user_id(&c, &user).await?;
+            print_json(serde_json::to_value(&c.set_user_active(id, true).await?)?)
+        }
+        Command::Key(KeyCmd::Mint { conn, user, ttl }) => {
+            let c = client(&conn)?;
+            let id = user_id(&c, &user).await?;
+            print_json(serde_json::to_value(&c.mint_mcp_key_for(id, ttl).await?)?)
+        }
+        Command::Key(KeyCmd::Revoke { conn, user }) => {
+            let c = client(&conn)?;
+            let id = user_id(&c, &user).await?;
+            print_json(serde_json::to_value(&c.revoke_mcp_keys(id).await?)?)
         }
         Command::ProvisionKey(ProvisionKeyCmd::Create {
             conn,
-            user,
             kind,
             room,
+            ttl,
         }) => {
             let c = client(&conn)?;
-            let id = user_id(&c, &user).await?;
             let kind = match kind.as_str() {
                 "sentinel" => ProvisionKind::Sentinel,
                 "reinforcement" => ProvisionKind::Reinforcement,
@@ -498,12 +612,26 @@ async fn operate(cmd: Command) -> anyhow::Result<ExitCode> {
             };
             let k = c
                 .create_provision_key(&CreateProvisionKey {
-                    user_id: id,
                     kind,
                     conversation_id: room,
+                    ttl_secs: ttl,
                 })
                 .await?;
             print_json(serde_json::to_value(&k)?)
+        }
+        Command::Reinforce(ReinforceCmd::Approve { conn, id }) => print_json(serde_json::to_value(
+            &client(&conn)?.approve_application(id).await?,
+        )?),
+        Command::Fault(FaultCmd::Arm { conn, point, times }) => {
+            let point: FaultPoint =
+                serde_json::from_value(serde_json::Value::String(point.clone())).map_err(|_| {
+                    anyhow::anyhow!(
+                        "unknown fault point {point:?} (redeem_before_commit, rotate_before_commit)"
+                    )
+                })?;
+            print_json(serde_json::to_value(
+                &client(&conn)?.arm_fault(point, times).await?,
+            )?)
         }
         Command::Card(CardCmd::Add {
             conn,
@@ -519,11 +647,12 @@ async fn operate(cmd: Command) -> anyhow::Result<ExitCode> {
             };
             let card = c
                 .create_card(&AdminCreateCard {
-                    card: CreateCard {
+                    conversation_id: room,
+                    task: AssignTask {
                         title,
                         assignee_id,
                         parent_id: parent,
-                        conversation_id: room,
+                        message_id: None,
                     },
                     creator_id: None,
                 })
@@ -649,6 +778,35 @@ mod tests {
             mentions: vec![],
             kind: MessageKind::Text,
             created_at: 1_800_000_000,
+        }
+    }
+
+    #[test]
+    fn parse_ttl_table() {
+        let ok = [
+            ("3600", 3600),
+            ("90s", 90),
+            ("30m", 1800),
+            ("12h", 43_200),
+            ("7d", 604_800),
+            (" 90d ", 7_776_000),
+        ];
+        for (text, want) in ok {
+            assert_eq!(parse_ttl(text), Ok(want), "{text:?}");
+        }
+        for bad in [
+            "",
+            "d",
+            "0",
+            "0d",
+            "-5",
+            "-1h",
+            "7w",
+            "1.5h",
+            "7 d",
+            "99999999999999999d",
+        ] {
+            assert!(parse_ttl(bad).is_err(), "{bad:?}");
         }
     }
 

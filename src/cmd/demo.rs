@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use hoop_api::admin::{AdminClient, AdminCreateCard, CreateConversation, CreateUser, PostAs};
-use hoop_api::types::{CreateCard, Mention, SendMessage};
+use hoop_api::types::{AssignTask, Mention, SendMessage};
 use hoop_api::{Client, ClientConfig};
 use hoop_core::home::{Home, HomeConfig, ROOT_ENV};
 use hoop_standin::{Reply, Standin};
@@ -273,11 +273,11 @@ async fn demo(args: &Args, claude: &Path, found: &str) -> anyhow::Result<ExitCod
     })?;
     let card = admin
         .create_card(&AdminCreateCard {
-            card: CreateCard {
+            conversation_id: room.id,
+            task: AssignTask {
                 title: "Answer Ada about the build".into(),
                 assignee_id: Some(bolt.id),
-                parent_id: None,
-                conversation_id: Some(room.id),
+                ..AssignTask::default()
             },
             creator_id: Some(ada.id),
         })
@@ -292,7 +292,7 @@ async fn demo(args: &Args, claude: &Path, found: &str) -> anyhow::Result<ExitCod
             tokens_out: Some(0),
         })
         .await?;
-    agent_client.claim_card(card.id).await?;
+    agent_client.claim_task(room.id, card.id).await?;
     tr.say(
         "demo",
         &format!("card #{} {:?} is working for @bolt", card.id, card.title),
@@ -400,10 +400,10 @@ async fn demo(args: &Args, claude: &Path, found: &str) -> anyhow::Result<ExitCod
         );
         // Usage lands right after the turn; give the report a moment.
         let until = Instant::now() + Duration::from_secs(5);
-        let mut c = agent_client.card(card.id).await?;
+        let mut c = agent_client.card(room.id, card.id).await?;
         while c.tokens_out.is_none() && Instant::now() < until {
             tokio::time::sleep(Duration::from_millis(100)).await;
-            c = agent_client.card(card.id).await?;
+            c = agent_client.card(room.id, card.id).await?;
         }
         sentinel.drain(&tr);
         tr.say(

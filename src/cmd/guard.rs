@@ -153,7 +153,7 @@ fn guess_flavor(opts: &HookOptions, input: &[u8]) -> Flavor {
 }
 
 /// Read stdin up to the hook cap; the flag says the payload was longer.
-fn read_stdin() -> (Vec<u8>, bool) {
+pub(crate) fn read_stdin() -> (Vec<u8>, bool) {
     let cap = hoop_core::limits::HOOK_STDIN_CAP_BYTES;
     let mut buf = Vec::with_capacity(16 * 1024);
     let _ = std::io::stdin()

@@ -78,25 +78,13 @@ fn install_cmd(a: InstallArgs) -> anyhow::Result<ExitCode> {
             .to_string_lossy()
             .into_owned(),
     };
-    let (mut settings, mode) = match std::fs::read(&path) {
-        Ok(bytes) => {
-            let v: serde_json::Value = serde_json::from_slice(&bytes).with_context(|| {
-                format!("{} is not valid JSON; fix it by hand first", path.display())
-            })?;
-            (v, file_mode(&path))
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => (serde_json::Value::Null, None),
-        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
-    };
     let specs = install::specs(target, a.home.as_deref());
-    let changes = install::merge(target, &mut settings, &program, &specs)
-        .with_context(|| format!("merging into {}", path.display()))?;
-    let drift = changes.iter().any(|c| c.is_drift());
+    let (changes, data) = install::merge_plan(target, &path, &program, &specs)?;
     for c in &changes {
         println!("{c}");
     }
     if a.check {
-        if drift {
+        if data.is_some() {
             eprintln!(
                 "{}: hooks differ from what `hoop hooks install` makes",
                 path.display()
@@ -106,33 +94,11 @@ fn install_cmd(a: InstallArgs) -> anyhow::Result<ExitCode> {
         println!("{}: up to date", path.display());
         return Ok(ExitCode::SUCCESS);
     }
-    if !drift {
+    if data.is_none() {
         println!("{}: up to date", path.display());
         return Ok(ExitCode::SUCCESS);
     }
-    let mut data = serde_json::to_vec_pretty(&settings)?;
-    data.push(b'\n');
-    let opts = hoop_core::fsutil::WriteOptions {
-        mode: mode.unwrap_or(hoop_core::fsutil::WriteOptions::default().mode),
-    };
-    hoop_core::fsutil::write_atomic(&path, &data, opts)
-        .with_context(|| format!("writing {}", path.display()))?;
+    install::merge_file(target, &path, &program, &specs)?;
     println!("{}: written", path.display());
     Ok(ExitCode::SUCCESS)
-}
-
-/// Keep the settings file's permissions (it may hold API keys in `env`).
-fn file_mode(path: &std::path::Path) -> Option<u32> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::metadata(path)
-            .ok()
-            .map(|m| m.permissions().mode() & 0o7777)
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = path;
-        None
-    }
 }

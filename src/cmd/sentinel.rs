@@ -7,8 +7,13 @@ use hoop_core::home::Home;
 use hoop_sentinel::daemon::{self, DaemonError};
 use hoop_sentinel::driver_agent::DriverAgent;
 
-/// Exit code when another sentinel already holds the home's account lock.
-pub const EXIT_ALREADY_RUNNING: u8 = 3;
+/// Exit code when another sentinel already holds the home's account lock
+/// (the service units do not restart after it).
+pub const EXIT_ALREADY_RUNNING: u8 = hoop_core::limits::SENTINEL_EXIT_LOCK_HELD;
+/// Exit code for a fatal configuration error: a bad home name, a missing or
+/// unreadable `config.json`, `sentinel.json` or state file. Restarting cannot
+/// fix it, so the service units do not restart after it either.
+pub const EXIT_CONFIG: u8 = hoop_core::limits::SENTINEL_EXIT_CONFIG;
 
 #[derive(clap::Subcommand)]
 pub enum Command {
@@ -28,7 +33,13 @@ pub fn run(c: Command) -> anyhow::Result<ExitCode> {
 }
 
 fn run_daemon(name: &str) -> anyhow::Result<ExitCode> {
-    let home = Home::open(name)?;
+    let home = match Home::open(name) {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("hoop: {e}");
+            return Ok(ExitCode::from(EXIT_CONFIG));
+        }
+    };
     let exe = std::env::current_exe().context("locating the hoop binary")?;
     // One thread: the daemon waits on sockets, timers and one child; a
     // single-threaded runtime halves its idle wakeups and its threads.
@@ -40,6 +51,15 @@ fn run_daemon(name: &str) -> anyhow::Result<ExitCode> {
         Err(e @ DaemonError::AlreadyRunning { .. }) => {
             eprintln!("hoop: {e}");
             Ok(ExitCode::from(EXIT_ALREADY_RUNNING))
+        }
+        Err(
+            e @ (DaemonError::Config(_)
+            | DaemonError::State(_)
+            | DaemonError::Home(_)
+            | DaemonError::Api(_)),
+        ) => {
+            eprintln!("hoop: {e}");
+            Ok(ExitCode::from(EXIT_CONFIG))
         }
         Err(e) => Err(e.into()),
     }

@@ -298,18 +298,33 @@ fn serve_and_operate_from_the_shell() {
         "hi @bolt"
     );
 
+    // Revoking ends every live key of the account.
+    let revoked = op_json(&srv, &root, &["key", "revoke", "--user", "bolt"]);
+    assert_eq!(revoked["revoked"], 1, "{revoked}");
+    let (st, _) = http(
+        &srv.url,
+        "POST",
+        "/mcp",
+        Some(&key),
+        Some(json!({"jsonrpc": "2.0", "id": 1, "method": "ping"})),
+    );
+    assert_eq!(st, 401, "a revoked key is refused");
+
+    let pk_now = op_json(&srv, &root, &["clock", "advance", "0"])["now"]
+        .as_i64()
+        .unwrap();
     let pk = op_json(
         &srv,
         &root,
         &[
             "provision-key",
             "create",
-            "--user",
-            "bolt",
             "--kind",
             "sentinel",
             "--room",
             &room_id,
+            "--ttl",
+            "2d",
         ],
     );
     let (st, v) = http(
@@ -317,9 +332,15 @@ fn serve_and_operate_from_the_shell() {
         "POST",
         "/v1/provision-keys/redeem",
         None,
-        Some(json!({"key": pk["key"], "name": "bolt", "machine": "m1"})),
+        Some(json!({"key": pk["key"], "name": "nova", "machine": "m1"})),
     );
     assert_eq!((st, v["fixed_code"].as_str()), (200, Some("123456")), "{v}");
+    assert_ne!(v["user"]["id"], bolt["id"], "redeem creates a new account");
+    assert_eq!(
+        pk["expires_at"].as_i64().unwrap() - pk_now,
+        2 * 24 * 3600,
+        "--ttl 2d"
+    );
 
     let card = op_json(
         &srv,
@@ -397,7 +418,11 @@ fn serve_and_operate_from_the_shell() {
         .iter()
         .map(|u| u["username"].as_str().unwrap())
         .collect();
-    assert_eq!(names, vec!["ann", "bolt"]);
+    assert_eq!(
+        names,
+        vec!["ann", "bolt", "nova"],
+        "nova: the redeemed account"
+    );
     let token2 = std::fs::read_to_string(&token_file).unwrap();
     assert_ne!(token2.trim(), token, "a new token per start");
 }
@@ -572,4 +597,85 @@ fn serve_listens_beyond_loopback_only_when_told_and_then_warns() {
     assert!(srv.url.starts_with("http://0.0.0.0:"), "{first}");
     let err = std::fs::read_to_string(&srv.stderr_path).unwrap();
     assert!(err.contains("warning: listening on 0.0.0.0"), "{err}");
+}
+
+#[test]
+fn accounts_and_keys_from_the_shell() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let srv = serve(&root, &dir.path().join("backend.sqlite"));
+    let login = |email: &str| {
+        http(
+            &srv.url,
+            "POST",
+            "/v1/auth/login",
+            None,
+            Some(json!({"email": email, "code": "123456"})),
+        )
+    };
+    for (name, agent) in [("ann", false), ("bolt", true)] {
+        let mut args = vec![
+            "user".to_string(),
+            "add".into(),
+            "--email".into(),
+            format!("{name}@example.test"),
+            "--username".into(),
+            name.into(),
+        ];
+        if agent {
+            args.push("--agent".into());
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        op_json(&srv, &root, &args);
+    }
+
+    // Disable: the login is refused and no key can be minted; enable again.
+    let st = op_json(&srv, &root, &["user", "disable", "--user", "bolt"]);
+    assert_eq!(st["active"], false);
+    assert_eq!(login("bolt@example.test").0, 401);
+    let refused = op(&srv, &root, &["key", "mint", "--user", "bolt"]);
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("forbidden"));
+    op_json(&srv, &root, &["user", "enable", "--user", "bolt"]);
+    assert_eq!(login("bolt@example.test").0, 200);
+    let minted = op_json(
+        &srv,
+        &root,
+        &["key", "mint", "--user", "bolt", "--ttl", "1h"],
+    );
+    assert!(minted["key"].as_str().unwrap().starts_with("hoopmcp_"));
+
+    // Ann applies for a reinforcement account; the operator approves it.
+    let (st, ann) = login("ann@example.test");
+    assert_eq!(st, 200);
+    let (st, app) = http(
+        &srv.url,
+        "POST",
+        "/v1/reinforce/applications",
+        ann["token"].as_str(),
+        Some(json!({"name": "nova"})),
+    );
+    assert_eq!(st, 201, "{app}");
+    let id = app["id"].as_i64().unwrap().to_string();
+    let approved = op_json(&srv, &root, &["reinforce", "approve", "--id", &id]);
+    assert_eq!(approved["agent"]["username"], "nova_aid");
+    assert_eq!(approved["application"]["status"], "approved");
+
+    // An armed fault fails the next redeem; the key then works.
+    let pk = op_json(&srv, &root, &["provision-key", "create"]);
+    let armed = op_json(&srv, &root, &["fault", "arm", "redeem_before_commit"]);
+    assert_eq!(armed["times"], 1);
+    let redeem = || {
+        http(
+            &srv.url,
+            "POST",
+            "/v1/provision-keys/redeem",
+            None,
+            Some(json!({"key": pk["key"], "name": "vega"})),
+        )
+    };
+    assert_eq!(redeem().0, 500);
+    assert_eq!(redeem().0, 200);
+    let bad = op(&srv, &root, &["fault", "arm", "nowhere"]);
+    assert!(!bad.status.success());
 }

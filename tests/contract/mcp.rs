@@ -132,7 +132,7 @@ async fn a_jwt_on_mcp_is_refused_with_401() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn refused_tool_calls_are_the_same_typed_errors_as_rest() {
-    use hoop_api::types::mcp::{CardIdArgs, ChatSendTextArgs, WorkTaskStartArgs};
+    use hoop_api::types::mcp::{ChatSendTextArgs, TaskIdArgs, WorkTaskStartArgs};
     use hoop_api::types::{Card, LeaseResponse, Message, codes};
 
     let env = Env::start().await;
@@ -175,7 +175,8 @@ async fn refused_tool_calls_are_the_same_typed_errors_as_rest() {
         .call(
             tools::WORK_TASK_START,
             &WorkTaskStartArgs {
-                title: Some("via mcp".into()),
+                conversation_id: room.id,
+                title: "via mcp".into(),
                 ..Default::default()
             },
         )
@@ -183,12 +184,12 @@ async fn refused_tool_calls_are_the_same_typed_errors_as_rest() {
         .unwrap();
     assert_eq!(card.lease_expires_at, None);
     let lease: LeaseResponse = mcp
-        .call(tools::WORK_TASK_LEASE, &CardIdArgs { card_id: card.id })
+        .call(tools::WORK_TASK_LEASE, &TaskIdArgs { task_id: card.id })
         .await
         .unwrap();
     assert_eq!(lease.renew_after_sec, hoop_core::limits::RENEW_AFTER_SECS);
     match mcp
-        .call::<_, LeaseResponse>(tools::WORK_TASK_LEASE, &CardIdArgs { card_id: 999_999 })
+        .call::<_, LeaseResponse>(tools::WORK_TASK_LEASE, &TaskIdArgs { task_id: 999_999 })
         .await
     {
         Err(Error::NotFound { .. }) => {}

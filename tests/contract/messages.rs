@@ -172,6 +172,7 @@ async fn an_unparseable_error_body_is_a_typed_error_with_its_head() {
         key: "k".into(),
         name: "bolt".into(),
         machine: None,
+        conversation_id: None,
     };
     match hoop_api::rest::redeem(&base, &req).await {
         Err(Error::Unparseable { status, head }) => {

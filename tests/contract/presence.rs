@@ -1,7 +1,7 @@
 //! Heartbeat, presence computed on read, usage reports with nulls.
 
 use hoop_api::admin::AdminCreateCard;
-use hoop_api::types::{CreateCard, UsageReport};
+use hoop_api::types::{AssignTask, UsageReport};
 use hoop_core::limits::{NEXT_BEAT_SECS, PRESENCE_TIMEOUT};
 
 use crate::support::Env;
@@ -36,6 +36,7 @@ async fn a_heartbeat_answers_next_beat_and_presence_lapses_after_three_minutes()
 async fn usage_is_a_cumulative_upsert_and_a_card_costs_end_minus_start() {
     let env = Env::start().await;
     let a = env.agent("bolt").await;
+    let room = env.room("work", &[a.user.id]).await.id;
     let report = |i: Option<i64>, c: Option<i64>, o: Option<i64>| UsageReport {
         card_id: None,
         tokens_in: i,
@@ -49,7 +50,8 @@ async fn usage_is_a_cumulative_upsert_and_a_card_costs_end_minus_start() {
     let card = env
         .admin
         .create_card(&AdminCreateCard {
-            card: CreateCard {
+            conversation_id: room,
+            task: AssignTask {
                 title: "measure".into(),
                 assignee_id: Some(a.user.id),
                 ..Default::default()
@@ -59,31 +61,29 @@ async fn usage_is_a_cumulative_upsert_and_a_card_costs_end_minus_start() {
         .await
         .unwrap();
     let cost = |c: &hoop_api::types::Card| (c.tokens_in, c.tokens_cached_in, c.tokens_out);
-    let fresh = a.client.card(card.id).await.unwrap();
+    let fresh = a.client.card(room, card.id).await.unwrap();
     assert_eq!(cost(&fresh), (None, None, None), "queued: null, not 0");
-    a.client.claim_card(card.id).await.unwrap();
+    a.client.claim_task(room, card.id).await.unwrap();
     // Starts at (1000, unknown, unknown): only tokens_in has a start.
     a.client
         .usage(&report(Some(1120), Some(30), None))
         .await
         .unwrap();
-    let c = a.client.card(card.id).await.unwrap();
+    let c = a.client.card(room, card.id).await.unwrap();
     assert_eq!(cost(&c), (Some(120), None, None));
     // A null and a negative keep the stored totals.
     a.client.usage(&report(None, Some(-1), None)).await.unwrap();
-    let c = a.client.card(card.id).await.unwrap();
+    let c = a.client.card(room, card.id).await.unwrap();
     assert_eq!(cost(&c), (Some(120), None, None));
     a.client
         .usage(&report(Some(1150), Some(1030), Some(7)))
         .await
         .unwrap();
     a.client
-        .finish_card(
+        .finish_task(
+            room,
             card.id,
-            &hoop_api::types::FinishCard {
-                status: hoop_api::types::CardStatus::Done,
-                error: None,
-            },
+            &hoop_api::types::FinishTask::status(hoop_api::types::CardStatus::Done),
         )
         .await
         .unwrap();
@@ -92,7 +92,7 @@ async fn usage_is_a_cumulative_upsert_and_a_card_costs_end_minus_start() {
         .usage(&report(Some(9999), Some(9999), Some(9999)))
         .await
         .unwrap();
-    let c = a.client.card(card.id).await.unwrap();
+    let c = a.client.card(room, card.id).await.unwrap();
     assert_eq!(cost(&c), (Some(150), None, None));
     // The wire form keeps nulls (never omitted, never 0).
     let v = serde_json::to_value(UsageReport::default()).unwrap();

@@ -719,3 +719,28 @@ fn cursor_install_merges_hooks_json_v1() {
     let a: Value = serde_json::from_str(&o.stdout).unwrap();
     assert_eq!(a["permission"], "deny");
 }
+
+/// The guards are parsed on their own (start-up on every tool call), yet
+/// they read like every other subcommand: the same names, usage errors that
+/// name `hoop guard …`, and `hoop --help` still lists them.
+#[test]
+fn the_guard_parser_speaks_like_the_rest_of_the_cli() {
+    let env = Env::new();
+    let help = env.run(&["guard", "--help"], b"");
+    assert_eq!(help.code, 0, "{}", help.stderr);
+    for sub in ["act", "memory", "phase", "mcp"] {
+        assert!(
+            help.stdout.contains(sub),
+            "{sub} missing from {}",
+            help.stdout
+        );
+    }
+    let bad = env.run(&["guard", "act", "--no-such-flag"], b"");
+    assert_eq!(bad.code, 2, "a usage error is clap's exit 2");
+    assert!(bad.stderr.contains("hoop guard act"), "{}", bad.stderr);
+    let top = env.run(&["--help"], b"");
+    assert!(top.stdout.contains("guard"), "{}", top.stdout);
+    // A payload still gets its verdict through the short path.
+    let out = env.run(&["guard", "act"], &claude_payload("rm -rf /"));
+    assert_eq!(out.code, 2, "{}", out.stderr);
+}

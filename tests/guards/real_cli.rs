@@ -2,29 +2,15 @@
 //! by `hoop hooks install --claude`: a blocked command never runs and the
 //! model is told why; an ordinary command still runs.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
-use std::time::Duration;
 
 use hoop_standin::{Reply, Standin};
 
 use super::HOOP;
 
-/// Every wait on the CLI is bounded by this.
-const CLI_TIMEOUT: Duration = Duration::from_secs(120);
-
-fn claude_bin() -> PathBuf {
-    let p = std::env::var_os("HOOP_CLAUDE_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            panic!(
-                "HOOP_CLAUDE_BIN must name the real claude CLI (tests/run sets it; locally \
-             tests/node_modules/.bin/claude)"
-            )
-        });
-    assert!(p.exists(), "HOOP_CLAUDE_BIN={} does not exist", p.display());
-    p
-}
+#[path = "../support/claude.rs"]
+mod claude;
 
 fn git(dir: &Path, args: &[&str]) -> String {
     let o = Command::new("git")
@@ -42,32 +28,9 @@ fn git(dir: &Path, args: &[&str]) -> String {
 }
 
 async fn run_claude(standin: &Standin, home: &Path, root: &Path, work: &Path) -> String {
-    let mut c = tokio::process::Command::new(claude_bin());
-    c.args([
-        "-p",
-        "do the task",
-        "--output-format",
-        "stream-json",
-        "--verbose",
-        "--permission-mode",
-        "bypassPermissions",
-    ])
-    .current_dir(work)
-    .env("HOME", home)
-    .env("HOOP_ROOT", root)
-    .env("IS_SANDBOX", "1")
-    .env_remove("CLAUDE_CONFIG_DIR")
-    .env_remove("HOOP_AGENT")
-    .stdin(std::process::Stdio::null())
-    .kill_on_drop(true);
-    for (k, v) in standin.claude_env() {
-        c.env(k, v);
-    }
-    let out = tokio::time::timeout(CLI_TIMEOUT, c.output())
+    claude::run_claude(standin, home, work, &[("HOOP_ROOT", root)])
         .await
-        .expect("the claude CLI finishes in time")
-        .expect("the claude CLI starts");
-    String::from_utf8_lossy(&out.stdout).into_owned()
+        .1
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -5,17 +5,19 @@
 
 #![allow(dead_code)]
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use hoop_api::admin::{AdminClient, CreateConversation, CreateUser, PostAs};
-use hoop_api::types::{Conversation, Mention, Message, SendMessage, User};
+use hoop_api::types::{Conversation, Mention, Message, MessageKind, SendMessage, User};
 use hoop_api::{Client, ClientConfig};
 use hoop_core::home::{Home, HomeConfig, ROOT_ENV};
 use hoop_refbackend::Running;
 use hoop_standin::Standin;
+use hoop_standin::work::answered_ids;
 use serde_json::{Value, json};
 
 /// Every wait in the suite is bounded by this (generous: the machine may be
@@ -130,11 +132,11 @@ impl World {
         let card = self
             .admin
             .create_card(&hoop_api::admin::AdminCreateCard {
-                card: hoop_api::types::CreateCard {
+                conversation_id: self.room.id,
+                task: hoop_api::types::AssignTask {
                     title: title.into(),
                     assignee_id: Some(self.agent.id),
-                    parent_id: None,
-                    conversation_id: Some(self.room.id),
+                    ..Default::default()
                 },
                 creator_id: Some(self.human.id),
             })
@@ -149,7 +151,10 @@ impl World {
             })
             .await
             .unwrap();
-        self.agent_client.claim_card(card.id).await.unwrap();
+        self.agent_client
+            .claim_task(self.room.id, card.id)
+            .await
+            .unwrap();
         card
     }
 
@@ -490,4 +495,60 @@ where
         assert!(Instant::now() < deadline, "timed out waiting for: {what}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// Per message id: every message a person posted is named by exactly one
+/// answer of the agent (the stand-in's `answer to …` names the ids it was
+/// given as work or was shown), and no answer names anything else. Failure
+/// notes and status broadcasts are not answers.
+pub fn assert_answered_once_by(agent: i64, msgs: &[Message]) {
+    let people: BTreeSet<i64> = msgs
+        .iter()
+        .filter(|m| m.sender_id != agent && m.kind == MessageKind::Text)
+        .map(|m| m.id)
+        .collect();
+    let mut named: BTreeMap<i64, Vec<i64>> = BTreeMap::new();
+    for m in msgs.iter().filter(|m| {
+        m.sender_id == agent
+            && matches!(m.kind, MessageKind::Text | MessageKind::Image)
+            && !hoop_core::gates::is_failure_report(&m.body)
+    }) {
+        for id in answered_ids(&m.body) {
+            named.entry(id).or_default().push(m.id);
+        }
+    }
+    let room = || {
+        msgs.iter()
+            .map(|m| (m.id, m.sender_id, m.kind.clone(), m.body.as_str()))
+            .collect::<Vec<_>>()
+    };
+    for id in &people {
+        let answers = named.get(id).map_or(0, Vec::len);
+        assert_eq!(
+            answers,
+            1,
+            "message {id} answered {answers} time(s) (answers: {:?}); room: {:#?}",
+            named.get(id),
+            room()
+        );
+    }
+    for (id, by) in &named {
+        assert!(
+            people.contains(id),
+            "answers {by:?} name message {id}, which no person posted; room: {:#?}",
+            room()
+        );
+    }
+}
+
+/// Every message a person posted is answered (by id) by `agent`.
+pub fn every_message_answered_by(agent: i64, msgs: &[Message]) -> bool {
+    let named: BTreeSet<i64> = msgs
+        .iter()
+        .filter(|m| m.sender_id == agent && m.kind == MessageKind::Text)
+        .flat_map(|m| answered_ids(&m.body))
+        .collect();
+    msgs.iter()
+        .filter(|m| m.sender_id != agent && m.kind == MessageKind::Text)
+        .all(|m| named.contains(&m.id))
 }

@@ -5,7 +5,9 @@
 mod harness;
 mod proxy;
 mod reliability;
+mod stall;
 mod usage;
+mod workers;
 
 use std::time::Duration;
 
@@ -68,14 +70,14 @@ async fn answers_a_mention_and_commits_the_cursor_after_the_turn() {
     // Usage reported per turn and kept on the working card; its lease opened.
     until("usage on the card", || async {
         w.agent_client
-            .card(card.id)
+            .card(w.room.id, card.id)
             .await
             .unwrap()
             .tokens_out
             .is_some()
     })
     .await;
-    let c = w.agent_client.card(card.id).await.unwrap();
+    let c = w.agent_client.card(w.room.id, card.id).await.unwrap();
     assert!(
         c.tokens_in.is_some() && c.tokens_cached_in.is_some(),
         "{c:?}"

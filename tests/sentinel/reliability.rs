@@ -2,70 +2,22 @@
 //! comes back, paging after downtime, garbage CLI output. Every wait is
 //! bounded (see `harness::WAIT`).
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use crate::harness::*;
 use hoop_api::admin::CreateUser;
-use hoop_api::types::{Message, MessageKind};
+use hoop_api::types::Message;
 use hoop_standin::Reply;
-use hoop_standin::work::answered_ids;
 
-/// Per message id: every message a person posted is named by exactly one
-/// answer of the agent (the stand-in's `answer to …` names the ids it was
-/// given as work or was shown), and no answer names anything else. Failure
-/// notes and status broadcasts are not answers.
+/// Every message a person posted is answered once, by id (see
+/// [`assert_answered_once_by`]).
 fn assert_each_answered_once(w: &World, msgs: &[Message]) {
-    let people: BTreeSet<i64> = msgs
-        .iter()
-        .filter(|m| m.sender_id != w.agent.id && m.kind == MessageKind::Text)
-        .map(|m| m.id)
-        .collect();
-    let mut named: BTreeMap<i64, Vec<i64>> = BTreeMap::new();
-    for m in msgs.iter().filter(|m| {
-        m.sender_id == w.agent.id
-            && matches!(m.kind, MessageKind::Text | MessageKind::Image)
-            && !hoop_core::gates::is_failure_report(&m.body)
-    }) {
-        for id in answered_ids(&m.body) {
-            named.entry(id).or_default().push(m.id);
-        }
-    }
-    let room = || {
-        msgs.iter()
-            .map(|m| (m.id, m.sender_id, m.kind.clone(), m.body.as_str()))
-            .collect::<Vec<_>>()
-    };
-    for id in &people {
-        let answers = named.get(id).map_or(0, Vec::len);
-        assert_eq!(
-            answers,
-            1,
-            "message {id} answered {answers} time(s) (answers: {:?}); room: {:#?}",
-            named.get(id),
-            room()
-        );
-    }
-    for (id, by) in &named {
-        assert!(
-            people.contains(id),
-            "answers {by:?} name message {id}, which no person posted; room: {:#?}",
-            room()
-        );
-    }
+    assert_answered_once_by(w.agent.id, msgs)
 }
 
 /// Every message a person posted is answered (by id).
 async fn all_answered(w: &World) -> bool {
-    let msgs = w.messages().await;
-    let named: BTreeSet<i64> = msgs
-        .iter()
-        .filter(|m| m.sender_id == w.agent.id && m.kind == MessageKind::Text)
-        .flat_map(|m| answered_ids(&m.body))
-        .collect();
-    msgs.iter()
-        .filter(|m| m.sender_id != w.agent.id && m.kind == MessageKind::Text)
-        .all(|m| named.contains(&m.id))
+    every_message_answered_by(w.agent.id, &w.messages().await)
 }
 
 /// Timings for a suite that retries quickly: short debounce, turn-lock

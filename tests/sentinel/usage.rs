@@ -57,7 +57,7 @@ async fn two_turns_on_one_card_give_it_both_turns_tokens() {
     let after_one = responses(&w);
     assert!(after_one > 0);
     assert_cost(
-        &w.agent_client.card(card.id).await.unwrap(),
+        &w.agent_client.card(w.room.id, card.id).await.unwrap(),
         after_one,
         "after turn 1",
     );
@@ -70,9 +70,84 @@ async fn two_turns_on_one_card_give_it_both_turns_tokens() {
     assert!(after_two > after_one, "turn 2 made no request");
     // Both turns: a per-turn report would leave only turn 2's share.
     assert_cost(
-        &w.agent_client.card(card.id).await.unwrap(),
+        &w.agent_client.card(w.room.id, card.id).await.unwrap(),
         after_two,
         "after turn 2",
     );
     assert!(d.term().success());
+}
+
+/// The cursor of a good turn is committed before the usage report: a
+/// SIGTERM while the report is in flight (the daemon aborts its tasks)
+/// must not lose the commit, and the next daemon must not run the turn
+/// again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stop_during_the_usage_report_keeps_the_turns_commit() {
+    let w = World::new(Opts::default()).await;
+    let stall = crate::stall::spawn(w.backend_addr, "POST", hoop_api::routes::USAGE).await;
+    // The daemon reaches the backend only through the proxy.
+    hoop_core::fsutil::write_json_atomic(
+        &w.home.config_path(),
+        &hoop_core::home::HomeConfig {
+            base_url: stall.base_url(),
+            email: w.agent.email.clone(),
+            login_code: None,
+        },
+        Default::default(),
+    )
+    .unwrap();
+    let mut d = w.spawn();
+    d.ready().await;
+    w.standin
+        .push(Reply::bash(w.say_cmd("done, once"), "answered"));
+    let asked = w.post("@bolt please answer once", false).await;
+    until("the usage report is in flight (held)", || {
+        let n = stall.seen.load(std::sync::atomic::Ordering::SeqCst);
+        async move { n >= 1 }
+    })
+    .await;
+    // Still inside the report: the commit must already be on disk.
+    assert!(
+        w.cursor().is_some_and(|c| c >= asked.id),
+        "cursor {:?} not past {} while the usage report runs:\n{}",
+        w.cursor(),
+        asked.id,
+        d.log_text()
+    );
+    assert!(d.term().success());
+    assert!(w.cursor().is_some_and(|c| c >= asked.id));
+    let requests = responses(&w);
+
+    // The next daemon: nothing to do again.
+    stall
+        .holding
+        .store(false, std::sync::atomic::Ordering::SeqCst);
+    let mut d2 = w.spawn();
+    d2.ready().await;
+    // A second question: its answer shows the new daemon's rounds ran.
+    w.standin
+        .push(Reply::bash(w.say_cmd("second answer"), "answered"));
+    w.post("@bolt a second question", false).await;
+    until("the second answer", || async {
+        w.agent_messages()
+            .await
+            .iter()
+            .any(|m| m.body.contains("second answer"))
+    })
+    .await;
+    let once: Vec<_> = w
+        .agent_messages()
+        .await
+        .into_iter()
+        .filter(|m| m.body.contains("done, once"))
+        .collect();
+    assert_eq!(once.len(), 1, "answered twice: {once:?}");
+    assert!(responses(&w) > requests);
+    assert_eq!(
+        d2.log_text().matches("🧠 turn started").count(),
+        1,
+        "only the second question ran a turn:\n{}",
+        d2.log_text()
+    );
+    assert!(d2.term().success());
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 use harness::{World, rung};
 use hoop_api::admin::AdminCreateCard;
 use hoop_api::routes;
-use hoop_api::types::{CreateCard, Mention, WindowMode};
+use hoop_api::types::{AssignTask, Mention, WindowMode};
 use hoop_bridge::config::Allowlist;
 use hoop_bridge::constants::{DEDUP_IDS, MAX_LINES_PER_ROUND};
 use hoop_bridge::watch::Stop;
@@ -362,17 +362,26 @@ async fn an_expired_key_stops_with_key_rejected() {
 #[tokio::test]
 async fn a_new_card_rings_as_assigned_within_six_rounds() {
     let w = World::new().await;
-    let room = w.room("work", &[&w.bolt, &w.ann]).await;
+    let room = w
+        .admin
+        .create_conversation(&hoop_api::admin::CreateConversation {
+            title: "work".into(),
+            is_workroom: true,
+            member_ids: vec![w.bolt.id, w.ann.id],
+        })
+        .await
+        .unwrap();
     let mut b = w.watcher(w.config("s1", &[], true));
     b.round().await.unwrap();
     let card = w
         .admin
         .create_card(&AdminCreateCard {
-            card: CreateCard {
+            conversation_id: room.id,
+            task: AssignTask {
                 title: "ship it".into(),
                 assignee_id: Some(w.bolt.id),
                 parent_id: None,
-                conversation_id: Some(room.id),
+                message_id: None,
             },
             creator_id: Some(w.ann.id),
         })

@@ -596,6 +596,13 @@ fn inline_code(a: &mut Analyser<'_>, code: &str) {
             a.shell(lit);
         }
     }
+    // Perl's `qw(rm -rf /)` (any delimiter): an argv list of bare words.
+    for (pos, words) in perl_word_lists(code) {
+        if words.len() > 1 && !only_printed(code, pos) {
+            let line: Vec<String> = words.iter().map(|s| shell_quote(s)).collect();
+            a.shell(&line.join(" "));
+        }
+    }
     // `["rm", "-rf", "/"]`: an argv list.
     let bytes = code.as_bytes();
     let mut k = 0;
@@ -639,6 +646,43 @@ fn only_printed(code: &str, pos: usize) -> bool {
     let start = before.rfind([';', '\n']).map_or(0, |p| p + 1);
     let stmt = &before[start..];
     !EXEC_MARKERS.iter().any(|m| stmt.contains(m)) && PRINT_CALLS.iter().any(|p| stmt.contains(p))
+}
+
+/// Perl `qw` word lists (`qw(a b)`, `qw[a b]`, `qw{a b}`, `qw<a b>`,
+/// `qw/a b/`), with their byte offsets.
+fn perl_word_lists(code: &str) -> Vec<(usize, Vec<String>)> {
+    let mut out = Vec::new();
+    let mut from = 0;
+    while let Some(found) = code[from..].find("qw") {
+        let pos = from + found;
+        from = pos + 2;
+        let word_start =
+            pos == 0 || !code[..pos].ends_with(|c: char| c.is_alphanumeric() || c == '_');
+        let rest = code[pos + 2..].trim_start();
+        let Some(open) = rest.chars().next() else {
+            break;
+        };
+        let close = match open {
+            '(' => ')',
+            '[' => ']',
+            '{' => '}',
+            '<' => '>',
+            c if c.is_ascii_punctuation() => c,
+            _ => continue,
+        };
+        if !word_start {
+            continue;
+        }
+        let body = &rest[open.len_utf8()..];
+        let Some(end) = body.find(close) else {
+            continue;
+        };
+        out.push((
+            pos,
+            body[..end].split_whitespace().map(str::to_string).collect(),
+        ));
+    }
+    out
 }
 
 /// String literals in script code (`'…'`, `"…"`, `` `…` ``), with their byte

@@ -854,10 +854,13 @@ fn append_value(node: Node<'_>, src: &str, w: &mut Word) {
                 }
                 match child.kind() {
                     "string_content" => unescape_dquoted(text(child, src), &mut w.text),
-                    _ => {
-                        w.text.push_str(text(child, src));
-                        w.dynamic = true;
-                    }
+                    _ => match static_output(child, src) {
+                        Some(out) => w.text.push_str(&out),
+                        None => {
+                            w.text.push_str(text(child, src));
+                            w.dynamic = true;
+                        }
+                    },
                 }
                 pos = child.end_byte().max(pos);
             }
@@ -879,10 +882,125 @@ fn append_value(node: Node<'_>, src: &str, w: &mut Word) {
                 unescape_unquoted(src.get(pos..node.end_byte()).unwrap_or(""), &mut w.text);
             }
         }
-        _ => {
-            w.text.push_str(t);
-            w.dynamic = true;
+        _ => match static_output(node, src) {
+            Some(out) => w.text.push_str(&out),
+            None => {
+                w.text.push_str(t);
+                w.dynamic = true;
+            }
+        },
+    }
+}
+
+/// What a command substitution prints when it can be known without running
+/// anything: `$(echo …)` or `$(printf FORMAT …)` over literal words only
+/// (`eval "$(echo rm -rf x)"` runs `rm -rf x`). Anything else is `None`
+/// (the word stays dynamic).
+fn static_output(node: Node<'_>, src: &str) -> Option<String> {
+    if node.kind() != "command_substitution" {
+        return None;
+    }
+    let mut cursor = node.walk();
+    let kids: Vec<Node<'_>> = node
+        .named_children(&mut cursor)
+        .filter(|k| k.kind() != "comment")
+        .collect();
+    let [cmd] = kids.as_slice() else { return None };
+    if cmd.kind() != "command" {
+        return None;
+    }
+    let mut words = Vec::new();
+    let mut cursor = cmd.walk();
+    for child in cmd.named_children(&mut cursor) {
+        let w = match child.kind() {
+            "command_name" => word_value(child.named_child(0).unwrap_or(child), src),
+            "word" | "number" | "raw_string" | "string" | "ansi_c_string" | "concatenation" => {
+                word_value(child, src)
+            }
+            _ => return None, // redirections, assignments, expansions
+        };
+        if w.dynamic {
+            return None;
         }
+        words.push(w.text);
+    }
+    let (name, args) = words.split_first()?;
+    let printed = match name.as_str() {
+        "echo" => echo_output(args),
+        "printf" => printf_output(args)?,
+        _ => return None,
+    };
+    // A command substitution drops trailing newlines.
+    Some(printed.trim_end_matches('\n').to_string())
+}
+
+/// bash's builtin `echo`: leading `-n` / `-e` / `-E` clusters are options.
+fn echo_output(args: &[String]) -> String {
+    let mut escapes = false;
+    let mut i = 0;
+    while let Some(a) = args.get(i) {
+        let Some(flags) = a.strip_prefix('-') else {
+            break;
+        };
+        if flags.is_empty() || !flags.chars().all(|c| matches!(c, 'n' | 'e' | 'E')) {
+            break;
+        }
+        for c in flags.chars() {
+            escapes = match c {
+                'e' => true,
+                'E' => false,
+                _ => escapes,
+            };
+        }
+        i += 1;
+    }
+    let joined = args[i..].join(" ");
+    if escapes {
+        let mut out = String::new();
+        ansi_c(&joined, &mut out);
+        out
+    } else {
+        joined
+    }
+}
+
+/// `printf FORMAT [ARG…]` with `%s`, `%b` and `%%` only (the format is
+/// reused while arguments remain, as printf does); other conversions are
+/// not followed (`None`).
+fn printf_output(args: &[String]) -> Option<String> {
+    let (fmt, mut rest) = match args.split_first()? {
+        (f, r) if f == "--" => r.split_first()?,
+        (f, _) if f.starts_with('-') && f.len() > 1 => return None, // `-v var`
+        (f, r) => (f, r),
+    };
+    let mut format = String::new();
+    ansi_c(fmt, &mut format);
+    let mut out = String::new();
+    loop {
+        let mut used = 0;
+        let mut it = format.chars().peekable();
+        while let Some(c) = it.next() {
+            if c != '%' {
+                out.push(c);
+                continue;
+            }
+            match it.next() {
+                Some('%') => out.push('%'),
+                Some('s') => {
+                    out.push_str(rest.get(used).map_or("", String::as_str));
+                    used += 1;
+                }
+                Some('b') => {
+                    ansi_c(rest.get(used).map_or("", String::as_str), &mut out);
+                    used += 1;
+                }
+                _ => return None,
+            }
+        }
+        if used == 0 || used >= rest.len() {
+            return Some(out);
+        }
+        rest = &rest[used..];
     }
 }
 
@@ -923,7 +1041,7 @@ fn unescape_dquoted(t: &str, out: &mut String) {
 }
 
 fn ansi_c(t: &str, out: &mut String) {
-    let mut it = t.chars();
+    let mut it = t.chars().peekable();
     while let Some(c) = it.next() {
         if c != '\\' {
             out.push(c);
@@ -933,6 +1051,35 @@ fn ansi_c(t: &str, out: &mut String) {
             Some('n') => out.push('\n'),
             Some('t') => out.push('\t'),
             Some('r') => out.push('\r'),
+            // `\xHH` (one or two hex digits) and `\0NNN` / `\NNN` octal.
+            Some('x') => {
+                let mut v = 0u32;
+                let mut n = 0;
+                while n < 2
+                    && let Some(d) = it.peek().and_then(|c| c.to_digit(16))
+                {
+                    v = v * 16 + d;
+                    it.next();
+                    n += 1;
+                }
+                if n == 0 {
+                    out.push_str("\\x");
+                } else {
+                    out.extend(char::from_u32(v));
+                }
+            }
+            Some(d @ '0'..='7') => {
+                let mut v = d.to_digit(8).unwrap_or(0);
+                let mut n = if d == '0' { 0 } else { 1 };
+                while n < 3
+                    && let Some(d) = it.peek().and_then(|c| c.to_digit(8))
+                {
+                    v = v * 8 + d;
+                    it.next();
+                    n += 1;
+                }
+                out.extend(char::from_u32(v));
+            }
             Some(o) => out.push(o),
             None => {}
         }

@@ -1,6 +1,6 @@
 use std::sync::Arc;
 
-use hoop_api::routes::{self, fill};
+use hoop_api::routes::{self, fill, fill_task};
 use proptest::prelude::*;
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -134,7 +134,8 @@ async fn an_oversized_body_is_413_json_and_nothing_is_stored() {
     assert_eq!(page.body["messages"], json!([]));
 }
 
-/// Every route the server mounts, with ids filled in.
+/// Every route the server mounts, with ids filled in (but the fault
+/// injection, whose purpose is a 500).
 fn all_routes(conv: i64, card: i64) -> Vec<(&'static str, String)> {
     use routes::admin as a;
     vec![
@@ -148,25 +149,32 @@ fn all_routes(conv: i64, card: i64) -> Vec<(&'static str, String)> {
         ("POST", routes::HEARTBEAT.into()),
         ("GET", routes::PRESENCE.into()),
         ("POST", routes::USAGE.into()),
-        ("GET", routes::CARDS.into()),
-        ("POST", routes::CARDS.into()),
-        ("GET", fill(routes::CARD, card)),
-        ("POST", fill(routes::CARD_CLAIM, card)),
-        ("POST", fill(routes::CARD_PROGRESS, card)),
-        ("POST", fill(routes::CARD_LEASE, card)),
-        ("POST", fill(routes::CARD_FINISH, card)),
+        ("GET", routes::TASKS.into()),
+        ("POST", fill_task(routes::WORKROOM_TASKS, conv, "")),
+        ("GET", fill_task(routes::WORKROOM_TASK, conv, card)),
+        (
+            "POST",
+            fill_task(routes::WORKROOM_TASK_PROGRESS, conv, card),
+        ),
+        ("POST", fill_task(routes::WORKROOM_TASK_LEASE, conv, card)),
+        ("POST", fill_task(routes::WORKROOM_TASK_FINISH, conv, card)),
         ("GET", routes::WINDOWS.into()),
         ("POST", routes::WINDOWS.into()),
         ("POST", fill(routes::WINDOW_SYNC, "w")),
         ("POST", fill(routes::WINDOW_REVOKE, "w")),
         ("POST", routes::PROVISION_REDEEM.into()),
+        ("POST", routes::REINFORCE_APPLICATIONS.into()),
+        ("POST", fill(routes::REINFORCE_AGENT_KEY, conv)),
         ("POST", routes::MCP.into()),
         ("POST", a::USERS.into()),
         ("POST", a::CONVERSATIONS.into()),
         ("POST", fill(a::CONVERSATION_MEMBERS, conv)),
         ("POST", fill(a::POST_AS, conv)),
+        ("POST", fill(a::USER_STATE, conv)),
         ("POST", a::MCP_KEYS.into()),
+        ("POST", a::MCP_KEYS_REVOKE.into()),
         ("POST", a::PROVISION_KEYS.into()),
+        ("POST", fill(a::REINFORCE_APPROVE, conv)),
         ("POST", a::CARDS.into()),
         ("POST", a::PUSH.into()),
         ("POST", a::CLOCK_ADVANCE.into()),
@@ -259,7 +267,7 @@ fn random_bodies_to_every_route_never_break_the_server() {
         let c = srv
             .post(
                 Some(&t),
-                routes::CARDS,
+                &fill_task(routes::WORKROOM_TASKS, room.id, ""),
                 json!({"title": "c", "assignee_id": ann.id}),
             )
             .await;

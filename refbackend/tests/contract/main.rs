@@ -11,6 +11,7 @@ mod mcp;
 mod messages;
 mod presence_usage;
 mod provision;
+mod reinforce;
 mod security;
 mod support;
 mod windows;

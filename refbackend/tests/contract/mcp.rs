@@ -2,7 +2,7 @@ use serde_json::json;
 
 use crate::support::Srv;
 
-const TOOLS: [&str; 13] = [
+const TOOLS: [&str; 14] = [
     "chat_list",
     "chat_read",
     "chat_members",
@@ -11,6 +11,7 @@ const TOOLS: [&str; 13] = [
     "work_tasks",
     "work_beat",
     "work_task_start",
+    "work_task_take",
     "work_task_progress",
     "work_task_lease",
     "work_task_finish",
@@ -199,11 +200,16 @@ async fn work_and_window_tools() {
     let srv = Srv::start().await;
     let r9 = srv.user("r9", true).await;
     let key = srv.mint_key(&r9).await;
+    let room = srv.room("r", &[&r9], true).await.id;
     let (err, v) = srv.tool(&key, "work_beat", json!({})).await;
     assert!(!err);
     assert_eq!(v["next_beat_sec"], 60);
     let (err, card) = srv
-        .tool(&key, "work_task_start", json!({"title": "t1"}))
+        .tool(
+            &key,
+            "work_task_start",
+            json!({"conversation_id": room, "title": "t1"}),
+        )
         .await;
     assert!(!err, "{card}");
     assert_eq!(
@@ -212,18 +218,27 @@ async fn work_and_window_tools() {
     );
     let id = card["id"].as_i64().unwrap();
     let (err, v) = srv
-        .tool(&key, "work_task_start", json!({"title": "t2"}))
+        .tool(
+            &key,
+            "work_task_start",
+            json!({"conversation_id": room, "title": "t2"}),
+        )
         .await;
     assert!(err);
     assert_eq!(v["error"]["code"], "agent_busy");
+    // Production: the assign stood, the claim did not; the error names the
+    // queued orphan.
+    let orphan = v["error"]["task_id"].as_i64().expect("task_id");
     let (_, v) = srv.tool(&key, "work_tasks", json!({})).await;
-    assert_eq!(
-        v["cards"].as_array().unwrap().len(),
-        1,
-        "the refused start stored nothing"
-    );
+    let cards: Vec<(i64, &str)> = v["cards"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["id"].as_i64().unwrap(), c["status"].as_str().unwrap()))
+        .collect();
+    assert_eq!(cards, [(orphan, "queued"), (id, "working")]);
     let (err, v) = srv
-        .tool(&key, "work_task_lease", json!({"card_id": id}))
+        .tool(&key, "work_task_lease", json!({"task_id": id}))
         .await;
     assert!(!err);
     assert_eq!(v["renew_after_sec"], 60);
@@ -231,7 +246,7 @@ async fn work_and_window_tools() {
         .tool(
             &key,
             "work_task_progress",
-            json!({"card_id": id, "note": "n"}),
+            json!({"task_id": id, "line": "n"}),
         )
         .await;
     assert!(!err, "{v}");
@@ -239,7 +254,7 @@ async fn work_and_window_tools() {
         .tool(
             &key,
             "work_task_finish",
-            json!({"card_id": id, "status": "failed"}),
+            json!({"task_id": id, "status": "failed"}),
         )
         .await;
     assert!(err);
@@ -248,13 +263,29 @@ async fn work_and_window_tools() {
         .tool(
             &key,
             "work_task_finish",
-            json!({"card_id": id, "status": "done"}),
+            json!({"task_id": id, "status": "done", "result": "shipped"}),
         )
         .await;
     assert!(!err);
-    assert_eq!(v["status"], "done");
+    assert_eq!(
+        (&v["updated"], &v["task"]["status"], &v["task"]["result"]),
+        (&json!(true), &json!("done"), &json!("shipped"))
+    );
     let (err, v) = srv
-        .tool(&key, "work_task_lease", json!({"card_id": id}))
+        .tool(
+            &key,
+            "work_task_finish",
+            json!({"task_id": id, "status": "done"}),
+        )
+        .await;
+    assert_eq!((err, v), (false, json!({"updated": false})));
+    let (err, v) = srv
+        .tool(&key, "work_task_take", json!({"task_id": orphan}))
+        .await;
+    assert!(!err, "{v}");
+    assert_eq!(v["status"], "working");
+    let (err, v) = srv
+        .tool(&key, "work_task_lease", json!({"task_id": id}))
         .await;
     assert!(err);
     assert_eq!(v["error"]["code"], "not_working");

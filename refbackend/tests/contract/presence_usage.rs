@@ -1,6 +1,6 @@
 use hoop_api::admin::AdminCreateCard;
 use hoop_api::routes;
-use hoop_api::types::CreateCard;
+use hoop_api::types::AssignTask;
 use serde_json::json;
 
 use crate::support::Srv;
@@ -102,16 +102,18 @@ async fn a_card_costs_its_end_snapshot_minus_its_start_snapshot() {
     let srv = Srv::start().await;
     let bolt = srv.user("bolt", true).await;
     let t = srv.login(&bolt).await;
+    let room = srv.room("r", &[&bolt], true).await.id;
     let new_card = |title: &'static str| {
         let admin = srv.admin.clone();
         let bolt = bolt.id;
         async move {
             admin
                 .create_card(&AdminCreateCard {
-                    card: CreateCard {
+                    conversation_id: room,
+                    task: AssignTask {
                         title: title.into(),
                         assignee_id: Some(bolt),
-                        ..CreateCard::default()
+                        ..AssignTask::default()
                     },
                     creator_id: None,
                 })
@@ -120,7 +122,7 @@ async fn a_card_costs_its_end_snapshot_minus_its_start_snapshot() {
         }
     };
     let cost = |id: i64| {
-        let path = routes::fill(routes::CARD, id);
+        let path = routes::fill_task(routes::WORKROOM_TASK, room, id);
         let srv = &srv;
         let t = t.clone();
         async move {
@@ -133,10 +135,12 @@ async fn a_card_costs_its_end_snapshot_minus_its_start_snapshot() {
 
     // Claimed before the account ever reported: no start, so no cost.
     let early = new_card("early").await;
-    let claim = |id: i64| routes::fill(routes::CARD_CLAIM, id);
-    let finish = |id: i64| routes::fill(routes::CARD_FINISH, id);
+    let claim = |id: i64| routes::fill_task(routes::WORKROOM_TASK_PROGRESS, room, id);
+    let finish = |id: i64| routes::fill_task(routes::WORKROOM_TASK_FINISH, room, id);
     assert_eq!(
-        srv.post(Some(&t), &claim(early.id), json!({})).await.status,
+        srv.post(Some(&t), &claim(early.id), json!({"claim": true}))
+            .await
+            .status,
         200
     );
     report(
@@ -159,7 +163,9 @@ async fn a_card_costs_its_end_snapshot_minus_its_start_snapshot() {
     let card = new_card("measured").await;
     assert_eq!(cost(card.id).await, nulls, "queued");
     assert_eq!(
-        srv.post(Some(&t), &claim(card.id), json!({})).await.status,
+        srv.post(Some(&t), &claim(card.id), json!({"claim": true}))
+            .await
+            .status,
         200
     );
     assert_eq!(
@@ -192,7 +198,9 @@ async fn a_card_costs_its_end_snapshot_minus_its_start_snapshot() {
     // Totals that went back (a reset meter): no honest number.
     let back = new_card("back").await;
     assert_eq!(
-        srv.post(Some(&t), &claim(back.id), json!({})).await.status,
+        srv.post(Some(&t), &claim(back.id), json!({"claim": true}))
+            .await
+            .status,
         200
     );
     report(

@@ -4,9 +4,9 @@
 //! refusing everyone. Every row was reproduced against the server before
 //! its rule existed.
 
-use hoop_api::admin::{AdminCreateCard, CreateProvisionKey, ProvisionKind};
+use hoop_api::admin::AdminCreateCard;
 use hoop_api::routes::{self, admin as ra};
-use hoop_api::types::{Card, CreateCard, codes};
+use hoop_api::types::{AssignTask, Card, codes};
 use serde_json::{Value, json};
 
 use crate::support::{Resp, Srv};
@@ -95,14 +95,14 @@ fn listed_ids(r: &Resp) -> Option<Vec<i64>> {
         .map(|a| a.iter().filter_map(|c| c["id"].as_i64()).collect())
 }
 
-async fn operator_card(srv: &Srv, title: &str, assignee: Option<i64>, room: Option<i64>) -> Card {
+async fn operator_card(srv: &Srv, title: &str, assignee: Option<i64>, room: i64) -> Card {
     srv.admin
         .create_card(&AdminCreateCard {
-            card: CreateCard {
+            conversation_id: room,
+            task: AssignTask {
                 title: title.into(),
                 assignee_id: assignee,
-                parent_id: None,
-                conversation_id: room,
+                ..AssignTask::default()
             },
             creator_id: None,
         })
@@ -128,31 +128,48 @@ async fn security_table() {
         ann: srv.login(&ann).await,
     };
 
-    // Bolt's work: a card in his room, one with no room, a sub-card, and an
-    // unassigned card in his room.
-    let in_room = operator_card(&srv, "in the room", Some(bolt.id), Some(room.id)).await;
+    // Bolt's work: a card in his room, one he assigned himself, a sub-card,
+    // and unassigned cards in his room.
+    let assign = |cid: i64| routes::fill_task(routes::WORKROOM_TASKS, cid, "");
+    let in_room = operator_card(&srv, "in the room", Some(bolt.id), room.id).await;
     let own = srv
-        .post(Some(&t.bolt), routes::CARDS, json!({"title": "own"}))
+        .post(Some(&t.bolt), &assign(room.id), json!({"title": "own"}))
         .await;
     assert_eq!(own.status, 201, "{}", own.body);
     let own = own.body["id"].as_i64().unwrap();
     let sub = srv
         .post(
             Some(&t.bolt),
-            routes::CARDS,
-            json!({"title": "sub", "parent_id": in_room.id, "assignee_id": bolt.id,
-                   "conversation_id": room.id}),
+            &assign(room.id),
+            json!({"title": "sub", "parent_id": in_room.id, "assignee_id": bolt.id}),
         )
         .await;
     assert_eq!(sub.status, 201, "{}", sub.body);
     let sub = sub.body["id"].as_i64().unwrap();
-    let open = operator_card(&srv, "up for grabs", None, Some(room.id)).await;
-    let eves_open = operator_card(&srv, "eve's to take", None, Some(eves.id)).await;
-    let grab = operator_card(&srv, "for an agent of the room", None, Some(room.id)).await;
+    let open = operator_card(&srv, "up for grabs", None, room.id).await;
+    let eves_open = operator_card(&srv, "eve's to take", None, eves.id).await;
+    let grab = operator_card(&srv, "for an agent of the room", None, room.id).await;
     let bolts_cards = vec![in_room.id, own, sub, open.id, grab.id];
 
-    let card = |id: i64| routes::fill(routes::CARD, id);
-    let list = |q: &str| format!("{}?{q}", routes::CARDS);
+    // Ann's reinforcement account (applied for and approved).
+    let applied = srv
+        .post(
+            Some(&t.ann),
+            routes::REINFORCE_APPLICATIONS,
+            json!({"name": "nova"}),
+        )
+        .await;
+    assert_eq!(applied.status, 201, "{}", applied.body);
+    let nova = srv
+        .admin
+        .approve_application(applied.body["id"].as_i64().unwrap())
+        .await
+        .unwrap()
+        .agent;
+    let nova_key = routes::fill(routes::REINFORCE_AGENT_KEY, nova.id);
+
+    let card = |id: i64| routes::fill_task(routes::WORKROOM_TASK, room.id, id);
+    let list = |q: &str| format!("{}?{q}", routes::TASKS);
     let rows = vec![
         Row {
             what: "read another's card in a room one is not in",
@@ -161,8 +178,11 @@ async fn security_table() {
             yet: Some(get(Actor::Ann, card(in_room.id))),
         },
         Row {
-            what: "read another's card that has no room",
-            req: get(Actor::Eve, card(own)),
+            what: "read another's card under a room of one's own",
+            req: get(
+                Actor::Eve,
+                routes::fill_task(routes::WORKROOM_TASK, eves.id, own),
+            ),
             expect: Expect::Refused(404, codes::NOT_FOUND),
             yet: Some(get(Actor::Bolt, card(own))),
         },
@@ -194,74 +214,52 @@ async fn security_table() {
             what: "add a sub-card under another's card",
             req: post(
                 Actor::Eve,
-                routes::CARDS,
+                assign(eves.id),
                 json!({"title": "filler", "parent_id": in_room.id}),
             ),
             expect: Expect::Refused(403, codes::FORBIDDEN),
             yet: Some(post(
                 Actor::Bolt,
-                routes::CARDS,
+                assign(room.id),
                 json!({"title": "mine", "parent_id": in_room.id}),
             )),
         },
         Row {
             what: "create a card in a room one is not in",
-            req: post(
-                Actor::Eve,
-                routes::CARDS,
-                json!({"title": "x", "conversation_id": room.id}),
-            ),
+            req: post(Actor::Eve, assign(room.id), json!({"title": "x"})),
             expect: Expect::Refused(403, codes::NOT_MEMBER),
-            yet: Some(post(
-                Actor::Ann,
-                routes::CARDS,
-                json!({"title": "x", "conversation_id": room.id}),
-            )),
+            yet: Some(post(Actor::Ann, assign(room.id), json!({"title": "x"}))),
         },
         Row {
             what: "assign a card to a human of one's room",
             req: post(
                 Actor::Eve,
-                routes::CARDS,
-                json!({"title": "x", "conversation_id": eves.id, "assignee_id": hugh.id}),
+                assign(eves.id),
+                json!({"title": "x", "assignee_id": hugh.id}),
             ),
             expect: Expect::Refused(403, codes::FORBIDDEN),
             yet: Some(post(
                 Actor::Eve,
-                routes::CARDS,
-                json!({"title": "x", "conversation_id": eves.id, "assignee_id": zed.id}),
+                assign(eves.id),
+                json!({"title": "x", "assignee_id": zed.id}),
             )),
         },
         Row {
             what: "assign a card to an agent who is not in the card's room",
             req: post(
                 Actor::Eve,
-                routes::CARDS,
-                json!({"title": "x", "conversation_id": eves.id, "assignee_id": bolt.id}),
+                assign(eves.id),
+                json!({"title": "x", "assignee_id": bolt.id}),
             ),
             expect: Expect::Refused(403, codes::FORBIDDEN),
             yet: None,
-        },
-        Row {
-            what: "assign a room-less card to a human",
-            req: post(
-                Actor::Eve,
-                routes::CARDS,
-                json!({"title": "x", "assignee_id": ann.id}),
-            ),
-            expect: Expect::Refused(403, codes::FORBIDDEN),
-            yet: Some(post(
-                Actor::Eve,
-                routes::CARDS,
-                json!({"title": "x", "assignee_id": bolt.id}),
-            )),
         },
         Row {
             what: "the operator assigns a card to a human",
             req: post(
                 Actor::Operator,
                 ra::CARDS,
-                json!({"title": "x", "assignee_id": ann.id}),
+                json!({"title": "x", "assignee_id": ann.id, "conversation_id": room.id}),
             ),
             expect: Expect::Refused(403, codes::FORBIDDEN),
             yet: Some(post(
@@ -274,28 +272,28 @@ async fn security_table() {
             what: "claim an unassigned card of a room one is not in",
             req: post(
                 Actor::Eve,
-                routes::fill(routes::CARD_CLAIM, open.id),
-                json!({}),
+                routes::fill_task(routes::WORKROOM_TASK_PROGRESS, room.id, open.id),
+                json!({"claim": true}),
             ),
             expect: Expect::Refused(404, codes::NOT_FOUND),
             yet: Some(post(
                 Actor::Eve,
-                routes::fill(routes::CARD_CLAIM, eves_open.id),
-                json!({}),
+                routes::fill_task(routes::WORKROOM_TASK_PROGRESS, eves.id, eves_open.id),
+                json!({"claim": true}),
             )),
         },
         Row {
             what: "a human claims an unassigned card of their room",
             req: post(
                 Actor::Ann,
-                routes::fill(routes::CARD_CLAIM, grab.id),
-                json!({}),
+                routes::fill_task(routes::WORKROOM_TASK_PROGRESS, room.id, grab.id),
+                json!({"claim": true}),
             ),
             expect: Expect::Refused(403, codes::FORBIDDEN),
             yet: Some(post(
                 Actor::Bolt,
-                routes::fill(routes::CARD_CLAIM, grab.id),
-                json!({}),
+                routes::fill_task(routes::WORKROOM_TASK_PROGRESS, room.id, grab.id),
+                json!({"claim": true}),
             )),
         },
         Row {
@@ -309,40 +307,17 @@ async fn security_table() {
             )),
         },
         Row {
-            what: "provision a human as reinforcement",
-            req: post(
-                Actor::Operator,
-                ra::PROVISION_KEYS,
-                serde_json::to_value(CreateProvisionKey {
-                    user_id: ann.id,
-                    kind: ProvisionKind::Reinforcement,
-                    conversation_id: None,
-                })
-                .unwrap(),
-            ),
+            what: "a stranger rotates another's reinforcement key",
+            req: post(Actor::Eve, nova_key.clone(), json!({})),
             expect: Expect::Refused(403, codes::FORBIDDEN),
-            yet: Some(post(
-                Actor::Operator,
-                ra::PROVISION_KEYS,
-                serde_json::to_value(CreateProvisionKey {
-                    user_id: bolt.id,
-                    kind: ProvisionKind::Reinforcement,
-                    conversation_id: None,
-                })
-                .unwrap(),
-            )),
+            yet: Some(post(Actor::Ann, nova_key.clone(), json!({}))),
         },
         Row {
-            what: "provision a human as a sentinel",
+            what: "a human gets a key for an agent account nobody owns",
             req: post(
-                Actor::Operator,
-                ra::PROVISION_KEYS,
-                serde_json::to_value(CreateProvisionKey {
-                    user_id: ann.id,
-                    kind: ProvisionKind::Sentinel,
-                    conversation_id: None,
-                })
-                .unwrap(),
+                Actor::Ann,
+                routes::fill(routes::REINFORCE_AGENT_KEY, bolt.id),
+                json!({}),
             ),
             expect: Expect::Refused(403, codes::FORBIDDEN),
             yet: None,
@@ -457,14 +432,14 @@ async fn usage_at_i64_max_breaks_no_card_route_even_after_a_restart() {
     let bolt = srv.user("bolt", true).await;
     let zed = srv.user("zed", true).await;
     let room = srv.room("ops", &[&bolt, &zed], true).await;
-    let mine = operator_card(&srv, "mine", Some(bolt.id), Some(room.id)).await;
-    let theirs = operator_card(&srv, "theirs", Some(zed.id), None).await;
+    let mine = operator_card(&srv, "mine", Some(bolt.id), room.id).await;
+    let theirs = operator_card(&srv, "theirs", Some(zed.id), room.id).await;
     let tb = srv.login(&bolt).await;
     let claimed = srv
         .post(
             Some(&tb),
-            &routes::fill(routes::CARD_CLAIM, mine.id),
-            json!({}),
+            &routes::fill_task(routes::WORKROOM_TASK_PROGRESS, room.id, mine.id),
+            json!({"claim": true}),
         )
         .await;
     assert_eq!(claimed.status, 200, "{}", claimed.body);
@@ -484,12 +459,21 @@ async fn usage_at_i64_max_breaks_no_card_route_even_after_a_restart() {
         let tz = srv.login(&zed).await;
         let tb = srv.login(&bolt).await;
         let paths = [
-            (tz.clone(), routes::CARDS.to_string()),
-            (tz.clone(), format!("{}?assignee=any", routes::CARDS)),
-            (tz.clone(), routes::fill(routes::CARD, theirs.id)),
-            (tz.clone(), routes::fill(routes::CARD, mine.id)),
-            (tb.clone(), routes::fill(routes::CARD, mine.id)),
-            (tb.clone(), format!("{}?assignee=any", routes::CARDS)),
+            (tz.clone(), routes::TASKS.to_string()),
+            (tz.clone(), format!("{}?assignee=any", routes::TASKS)),
+            (
+                tz.clone(),
+                routes::fill_task(routes::WORKROOM_TASK, room.id, theirs.id),
+            ),
+            (
+                tz.clone(),
+                routes::fill_task(routes::WORKROOM_TASK, room.id, mine.id),
+            ),
+            (
+                tb.clone(),
+                routes::fill_task(routes::WORKROOM_TASK, room.id, mine.id),
+            ),
+            (tb.clone(), format!("{}?assignee=any", routes::TASKS)),
         ];
         for (token, path) in &paths {
             let r = srv.get(Some(token), path).await;
@@ -498,8 +482,8 @@ async fn usage_at_i64_max_breaks_no_card_route_even_after_a_restart() {
         let r = srv
             .post(
                 Some(&tz),
-                &routes::fill(routes::CARD_CLAIM, theirs.id),
-                json!({}),
+                &routes::fill_task(routes::WORKROOM_TASK_PROGRESS, room.id, theirs.id),
+                json!({"claim": true}),
             )
             .await;
         assert_eq!(r.status, 200, "another's claim: {}", r.body);
@@ -509,7 +493,10 @@ async fn usage_at_i64_max_breaks_no_card_route_even_after_a_restart() {
     let srv = Srv::start_with(cfg()).await;
     let tb = srv.login(&bolt).await;
     let r = srv
-        .get(Some(&tb), &routes::fill(routes::CARD, mine.id))
+        .get(
+            Some(&tb),
+            &routes::fill_task(routes::WORKROOM_TASK, room.id, mine.id),
+        )
         .await;
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(
@@ -517,6 +504,6 @@ async fn usage_at_i64_max_breaks_no_card_route_even_after_a_restart() {
         json!(null),
         "claimed before any report"
     );
-    let r = srv.get(Some(&tb), routes::CARDS).await;
+    let r = srv.get(Some(&tb), routes::TASKS).await;
     assert_eq!(r.status, 200, "{}", r.body);
 }

@@ -147,10 +147,11 @@ async fn a_card_created_for_someone_else_rings_their_recheck() {
     let bolt = srv.user("bolt", true).await;
     let (mut ws, _) = ws_connect(&srv, &srv.login(&bolt).await).await;
     let ta = srv.login(&ann).await;
+    let room = srv.room("r", &[&ann, &bolt], true).await.id;
     let r = srv
         .post(
             Some(&ta),
-            routes::CARDS,
+            &routes::fill_task(routes::WORKROOM_TASKS, room, ""),
             serde_json::json!({"title": "for bolt", "assignee_id": bolt.id}),
         )
         .await;
@@ -158,7 +159,7 @@ async fn a_card_created_for_someone_else_rings_their_recheck() {
     assert_eq!(
         next_event(&mut ws).await,
         Some(WsEvent::TaskRecheck {
-            conversation_id: None
+            conversation_id: Some(room)
         })
     );
 }

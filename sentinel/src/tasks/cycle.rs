@@ -4,21 +4,28 @@
 //! in 60 s; a failed turn waits out its backoff; a round that could not reach
 //! the backend, and a room that could not be read, wait for the next kick or
 //! alarm ([`after_round`] decides, a pure function).
+//!
+//! Patrol fires ([`super::patrol`]) queue beside the kicks. Pending message
+//! work always goes first ([`pick`]), and kicks that arrived during a turn
+//! are collected before the next pick, so a message waits behind at most
+//! the one patrol turn already running. Both kinds of round share the turn
+//! lock, the failure streak and its backoff.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::time::{Instant, sleep_until};
 
 use super::Kick;
+use super::patrol::{InFlight, PatrolFire};
 use crate::agent::Agent;
 use crate::config::Timings;
 use crate::plan::RoomFailures;
 use crate::policy::Streak;
 use crate::round::{self, RoundCtx, RoundOutcome, RoundReport, Targets};
-use crate::state::{RoundResult, Status};
+use crate::state::{RoundResult, StatusBoard};
 
 fn add(t: &mut Targets, k: Kick) {
     match k {
@@ -29,16 +36,122 @@ fn add(t: &mut Targets, k: Kick) {
     }
 }
 
-/// Collect kicks until `until`; false when the sender is gone.
-async fn collect_until(rx: &mut UnboundedReceiver<Kick>, t: &mut Targets, until: Instant) -> bool {
+/// Patrol fires, when the home declares patrols.
+pub struct PatrolInbox {
+    pub rx: UnboundedReceiver<PatrolFire>,
+    pub in_flight: InFlight,
+}
+
+/// What the cycle waits on: kicks, and patrol fires if any.
+struct Inbox {
+    kicks: UnboundedReceiver<Kick>,
+    patrols: Option<UnboundedReceiver<PatrolFire>>,
+}
+
+enum Got {
+    Kick(Kick),
+    Patrol(PatrolFire),
+    /// The kick sender is gone: the daemon is stopping.
+    Closed,
+}
+
+async fn next_fire(rx: &mut Option<UnboundedReceiver<PatrolFire>>) -> Option<PatrolFire> {
+    match rx {
+        Some(r) => r.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+impl Inbox {
+    async fn recv(&mut self) -> Got {
+        loop {
+            // Kicks first: when both are ready, message work is filed first.
+            tokio::select! {
+                biased;
+                k = self.kicks.recv() => return k.map_or(Got::Closed, Got::Kick),
+                f = next_fire(&mut self.patrols) => match f {
+                    Some(f) => return Got::Patrol(f),
+                    None => self.patrols = None,
+                },
+            }
+        }
+    }
+
+    /// Take whatever already arrived, without waiting; false when closed.
+    fn drain(&mut self, t: &mut Targets, q: &mut VecDeque<PatrolFire>) -> bool {
+        use tokio::sync::mpsc::error::TryRecvError;
+        loop {
+            match self.kicks.try_recv() {
+                Ok(k) => add(t, k),
+                Err(TryRecvError::Empty) => break,
+                Err(TryRecvError::Disconnected) => return false,
+            }
+        }
+        if let Some(rx) = &mut self.patrols {
+            while let Ok(f) = rx.try_recv() {
+                q.push_back(f);
+            }
+        }
+        true
+    }
+}
+
+/// File what arrived; false when closed.
+fn take(got: Got, t: &mut Targets, q: &mut VecDeque<PatrolFire>) -> bool {
+    match got {
+        Got::Kick(k) => add(t, k),
+        Got::Patrol(f) => q.push_back(f),
+        Got::Closed => return false,
+    }
+    true
+}
+
+/// Collect kicks and fires until `until`; false when the sender is gone.
+async fn collect_until(
+    inbox: &mut Inbox,
+    t: &mut Targets,
+    q: &mut VecDeque<PatrolFire>,
+    until: Instant,
+) -> bool {
     loop {
         tokio::select! {
-            k = rx.recv() => match k {
-                Some(k) => add(t, k),
-                None => return false,
-            },
+            g = inbox.recv() => if !take(g, t, q) { return false },
             _ = sleep_until(until) => return true,
         }
+    }
+}
+
+/// Which round runs next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Job {
+    Messages,
+    Patrol,
+    Nothing,
+}
+
+/// Take what already arrived (kicks that rang during the last turn), then
+/// [`pick`]; `None` when the kick sender is gone.
+fn next_job(
+    inbox: &mut Inbox,
+    pending: &mut Targets,
+    queue: &mut VecDeque<PatrolFire>,
+) -> Option<Job> {
+    if !inbox.drain(pending, queue) {
+        return None;
+    }
+    Some(pick(!pending.is_empty(), !queue.is_empty()))
+}
+
+/// Message work first, always; a patrol only when no message waits. With
+/// the kicks collected before every pick, a message waits behind at most
+/// the patrol turn already running.
+pub fn pick(messages_pending: bool, patrols_queued: bool) -> Job {
+    if messages_pending {
+        Job::Messages
+    } else if patrols_queued {
+        Job::Patrol
+    } else {
+        Job::Nothing
     }
 }
 
@@ -82,12 +195,20 @@ pub fn after_round(timings: &Timings, targets: Targets, report: &RoundReport) ->
 pub async fn run<A: Agent>(
     ctx: Arc<RoundCtx>,
     agent: Arc<tokio::sync::Mutex<A>>,
-    mut rx: UnboundedReceiver<Kick>,
-    ws_connected: Arc<AtomicBool>,
-    mut status: Status,
+    rx: UnboundedReceiver<Kick>,
+    patrols: Option<PatrolInbox>,
+    board: StatusBoard,
 ) {
     let timings = ctx.cfg.timings.clone();
-    let status_path = ctx.home.dir().join(crate::constants::STATUS_FILE);
+    let (patrol_rx, in_flight) = match patrols {
+        Some(p) => (Some(p.rx), Some(p.in_flight)),
+        None => (None, None),
+    };
+    let mut inbox = Inbox {
+        kicks: rx,
+        patrols: patrol_rx,
+    };
+    let mut queue: VecDeque<PatrolFire> = VecDeque::new();
     // The first round pulls everything.
     let mut pending = Targets {
         all: true,
@@ -101,25 +222,35 @@ pub async fn run<A: Agent>(
     let mut streak = Streak::default();
     let mut rooms = RoomFailures::default();
     loop {
-        if pending.is_empty() {
+        // Whatever rang during the last turn is seen before the next pick.
+        if !inbox.drain(&mut pending, &mut queue) {
+            return;
+        }
+        if pending.is_empty() && queue.is_empty() {
             tokio::select! {
-                k = rx.recv() => match k {
-                    Some(k) => add(&mut pending, k),
-                    None => return,
-                },
+                g = inbox.recv() => if !take(g, &mut pending, &mut queue) { return },
                 _ = sleep_until(next_alarm) => {
                     tracing::debug!("⏰ alarm: full pull");
                     pending.all = true;
                 }
             }
-            pending.merge(std::mem::take(&mut parked));
-            // Debounce: whatever rings within the window joins this round.
-            if !collect_until(&mut rx, &mut pending, Instant::now() + timings.debounce).await {
-                return;
+            if !pending.is_empty() {
+                pending.merge(std::mem::take(&mut parked));
+                // Debounce: whatever rings within the window joins this round.
+                if !collect_until(
+                    &mut inbox,
+                    &mut pending,
+                    &mut queue,
+                    Instant::now() + timings.debounce,
+                )
+                .await
+                {
+                    return;
+                }
             }
         }
         if let Some(nb) = not_before.take()
-            && !collect_until(&mut rx, &mut pending, nb).await
+            && !collect_until(&mut inbox, &mut pending, &mut queue, nb).await
         {
             return;
         }
@@ -127,31 +258,59 @@ pub async fn run<A: Agent>(
         if now >= next_alarm {
             pending.all = true;
         }
-        if pending.all {
-            next_alarm = now + timings.alarm;
-        }
-        let targets = std::mem::take(&mut pending);
-        tracing::debug!(?targets, "round");
-        let report = round::run(&ctx, &agent, &targets, &mut streak, &mut rooms).await;
-        let next = after_round(&timings, targets, &report);
-        if let Some(w) = next.wait {
-            if matches!(report.outcome, RoundOutcome::Turn { .. }) {
-                tracing::info!(
-                    secs = w.as_secs_f64(),
-                    "round will be retried after backoff"
-                );
+        let Some(job) = next_job(&mut inbox, &mut pending, &mut queue) else {
+            return;
+        };
+        let outcome = match job {
+            Job::Nothing => continue,
+            Job::Messages => {
+                if pending.all {
+                    next_alarm = now + timings.alarm;
+                }
+                let targets = std::mem::take(&mut pending);
+                tracing::debug!(?targets, "round");
+                let report = round::run(&ctx, &agent, &targets, &mut streak, &mut rooms).await;
+                let next = after_round(&timings, targets, &report);
+                if let Some(w) = next.wait {
+                    if matches!(report.outcome, RoundOutcome::Turn { .. }) {
+                        tracing::info!(
+                            secs = w.as_secs_f64(),
+                            "round will be retried after backoff"
+                        );
+                    }
+                    not_before = Some(Instant::now() + w);
+                }
+                pending.merge(next.retry);
+                parked.merge(next.park);
+                report.outcome
             }
-            not_before = Some(Instant::now() + w);
-        }
-        pending.merge(next.retry);
-        parked.merge(next.park);
-        status.ws_connected = ws_connected.load(Ordering::Relaxed);
-        status.last_round_at = Some(hoop_core::clock::now_unix());
-        status.last_round_result = Some(RoundResult::of(&report.outcome));
-        status.consecutive_failures = streak.failures;
-        if let Err(e) = status.save(&status_path) {
-            tracing::debug!(error = %e, "status file not written");
-        }
+            Job::Patrol => {
+                let Some(fire) = queue.pop_front() else {
+                    continue;
+                };
+                let outcome = crate::patrol_round::run(&ctx, &agent, &fire, &mut streak).await;
+                if let Some(f) = &in_flight {
+                    f.lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .remove(&fire.name);
+                }
+                // The failure policy is shared: a failed patrol turn backs
+                // off every round. A patrol round is never retried; its next
+                // tick offers it again.
+                if let RoundOutcome::Turn { after, .. } = &outcome
+                    && let Some(b) = after.backoff
+                {
+                    tracing::info!(secs = b.as_secs_f64(), "rounds wait out the backoff");
+                    not_before = Some(Instant::now() + b);
+                }
+                outcome
+            }
+        };
+        board.update(|s| {
+            s.last_round_at = Some(hoop_core::clock::now_unix());
+            s.last_round_result = Some(RoundResult::of(&outcome));
+            s.consecutive_failures = streak.failures;
+        });
     }
 }
 
@@ -261,6 +420,57 @@ mod tests {
             assert_eq!(next.wait, wait, "{why}");
             assert_eq!(next.park, park, "{why}");
         }
+    }
+
+    #[test]
+    fn messages_go_before_patrols() {
+        let table = [
+            (true, true, Job::Messages),
+            (true, false, Job::Messages),
+            (false, true, Job::Patrol),
+            (false, false, Job::Nothing),
+        ];
+        for (messages, patrols, want) in table {
+            assert_eq!(pick(messages, patrols), want, "{messages} {patrols}");
+        }
+    }
+
+    #[test]
+    fn a_kick_that_rang_during_a_turn_goes_before_a_queued_patrol() {
+        let (kick_tx, kicks) = tokio::sync::mpsc::unbounded_channel();
+        let (fire_tx, fires) = tokio::sync::mpsc::unbounded_channel();
+        let mut inbox = Inbox {
+            kicks,
+            patrols: Some(fires),
+        };
+        let fire = |name: &str| PatrolFire {
+            name: name.into(),
+            message: String::new(),
+            commit_cursor: false,
+            dir: std::path::PathBuf::new(),
+        };
+        let mut pending = Targets::default();
+        // Patrol b was queued before the turn; patrol c and a message rang
+        // during it.
+        let mut queue = VecDeque::from([fire("b")]);
+        fire_tx.send(fire("c")).unwrap();
+        kick_tx.send(Kick::Conversation(7)).unwrap();
+        assert_eq!(
+            next_job(&mut inbox, &mut pending, &mut queue),
+            Some(Job::Messages)
+        );
+        assert_eq!(pending, t(false, &[7]));
+        assert_eq!(
+            queue.iter().map(|f| f.name.as_str()).collect::<Vec<_>>(),
+            vec!["b", "c"]
+        );
+        pending = Targets::default();
+        assert_eq!(
+            next_job(&mut inbox, &mut pending, &mut queue),
+            Some(Job::Patrol)
+        );
+        drop(kick_tx);
+        assert_eq!(next_job(&mut inbox, &mut pending, &mut queue), None);
     }
 
     #[test]

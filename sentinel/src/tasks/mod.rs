@@ -1,10 +1,12 @@
 //! The daemon's concurrent tasks (SPEC §2): `ws`, `cycle`, `heartbeat`,
-//! `lease` (renewer) and `reaper`. Each is a thin loop over the pure
+//! `lease` (renewer) and `reaper`, plus the hook-status endpoint (`hook_status`). Each is a thin loop over the pure
 //! decisions in [`crate::policy`] and [`crate::plan`].
 
 pub mod cycle;
 pub mod heartbeat;
+pub mod hook_status;
 pub mod lease;
+pub mod patrol;
 pub mod reaper;
 pub mod ws;
 

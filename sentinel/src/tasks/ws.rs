@@ -5,7 +5,6 @@
 //! here: the daemon never wakes for what it said itself.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use hoop_api::rest::Client;
@@ -16,6 +15,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use super::Kick;
 use crate::config::Timings;
 use crate::policy::{backoff_after_drop, ws_backoff};
+use crate::state::StatusBoard;
 
 /// What an event means for the cycle.
 pub fn kick_for(me: UserId, ev: &WsEvent) -> Option<Kick> {
@@ -35,14 +35,14 @@ pub async fn run(
     me: UserId,
     timings: Timings,
     kicks: UnboundedSender<Kick>,
-    connected: Arc<AtomicBool>,
+    board: StatusBoard,
 ) {
     let mut backoff: Option<Duration> = None;
     loop {
         match connect_once(&client).await {
             Ok(mut conn) => {
                 let up_since = tokio::time::Instant::now();
-                connected.store(true, Ordering::Relaxed);
+                board.update(|s| s.ws_connected = true);
                 tracing::info!("🔌 WS connected");
                 // Anything may have happened while the socket was down.
                 if kicks.send(Kick::All).is_err() {
@@ -60,12 +60,14 @@ pub async fn run(
                             }
                         }
                         Err(e) => {
+                            // The status file first: whoever reads the log
+                            // line finds the drop already written.
+                            board.update(|s| s.ws_connected = false);
                             tracing::warn!(error = %e, "WebSocket lost");
                             break;
                         }
                     }
                 }
-                connected.store(false, Ordering::Relaxed);
                 backoff = backoff_after_drop(backoff, up_since.elapsed(), timings.ws_stable_after);
             }
             Err(e) => tracing::warn!(error = %e, "WebSocket connect failed"),

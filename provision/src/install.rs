@@ -1,0 +1,962 @@
+//! The install shell around [`crate::manifest`]: gather the machine's facts
+//! and homes, observe each desired item (files on disk; services through the
+//! one [`Runner`]), and plan, apply or check.
+//!
+//! `plan` is a list of [`Row`]s (add / change / remove / ok per item);
+//! `apply` makes every row ok, each file atomically (`core::fsutil`), and is
+//! idempotent (a second apply finds every row ok and does nothing);
+//! [`check`] turns every drifted row into a [`Finding`] that names the item
+//! and how to fix it. `hoop doctor` and `hoop status` call [`check`].
+
+use std::path::{Path, PathBuf};
+
+use hoop_core::fsutil::{self, WriteOptions};
+use hoop_core::home::Home;
+use hoop_guards::install as hooks;
+
+use crate::manifest::{
+    self, HomeEntry, INSTALL_FILE, InstallSettings, Item, Machine, ManifestError, Options, Os, Want,
+};
+use crate::service::{Call, Manager, Runner};
+use crate::units;
+
+/// The programs the daemon's agent needs on the unit's `PATH`.
+pub const TOOLS: [&str; 2] = ["claude", "node"];
+
+#[derive(Debug, thiserror::Error)]
+pub enum InstallError {
+    #[error("no home directory: set HOME")]
+    NoHome,
+    #[error("reading {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}: {message}")]
+    Config { path: PathBuf, message: String },
+    #[error(transparent)]
+    Manifest(#[from] ManifestError),
+    #[error("{0}")]
+    Apply(String),
+}
+
+/// The facts `gather` reads from the process environment (so tests pass
+/// their own).
+#[derive(Debug, Clone)]
+pub struct Env {
+    pub user_home: Option<PathBuf>,
+    pub xdg_config_home: Option<PathBuf>,
+    pub path: Option<std::ffi::OsString>,
+    pub hoop_binary: PathBuf,
+}
+
+impl Env {
+    /// From this process: `HOME`, `XDG_CONFIG_HOME`, `PATH`; `hoop_binary`
+    /// is what the stable link should point at.
+    pub fn from_process(hoop_binary: PathBuf) -> Env {
+        let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
+        Env {
+            user_home: var("HOME").map(PathBuf::from),
+            xdg_config_home: var("XDG_CONFIG_HOME").map(PathBuf::from),
+            path: var("PATH"),
+            hoop_binary,
+        }
+    }
+}
+
+/// Find `program` on `path` (an executable file).
+pub fn which(path: Option<&std::ffi::OsStr>, program: &str) -> Option<PathBuf> {
+    std::env::split_paths(path?)
+        .map(|d| d.join(program))
+        .find(|p| is_executable(p))
+}
+
+/// An executable regular file.
+pub fn is_executable(p: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    }
+    #[cfg(not(unix))]
+    {
+        p.is_file()
+    }
+}
+
+/// The machine's facts and its homes (every directory under the root with a
+/// `config.json`).
+pub fn gather(root: &Path, env: &Env) -> Result<(Machine, Vec<HomeEntry>), InstallError> {
+    let user_home = env.user_home.clone().ok_or(InstallError::NoHome)?;
+    let uid = nix::unistd::getuid();
+    let user = nix::unistd::User::from_uid(uid)
+        .ok()
+        .flatten()
+        .map(|u| u.name)
+        .unwrap_or_else(|| uid.to_string());
+    let homes = read_homes(root, &user_home)?;
+    let mut tool_dirs: Vec<PathBuf> = Vec::new();
+    let mut push = |d: PathBuf| {
+        if !tool_dirs.contains(&d) {
+            tool_dirs.push(d)
+        }
+    };
+    for h in &homes {
+        let cfg = hoop_sentinel::config::SentinelConfig::load(&h.dir).map_err(|e| {
+            InstallError::Config {
+                path: h.dir.join("sentinel.json"),
+                message: e.to_string(),
+            }
+        })?;
+        if cfg.claude_bin.is_absolute()
+            && let Some(d) = cfg.claude_bin.parent()
+        {
+            push(d.to_path_buf());
+        }
+    }
+    for t in TOOLS {
+        if let Some(d) =
+            which(env.path.as_deref(), t).and_then(|p| p.parent().map(Path::to_path_buf))
+        {
+            push(d);
+        }
+    }
+    let mut m = Machine {
+        os: Os::current(),
+        user,
+        uid: uid.as_raw(),
+        user_home,
+        xdg_config_home: env.xdg_config_home.clone(),
+        root: root.to_path_buf(),
+        hoop_binary: env.hoop_binary.clone(),
+        tool_dirs,
+        installed_units: Vec::new(),
+    };
+    m.installed_units = installed_units(&m);
+    Ok((m, homes))
+}
+
+/// The homes under `root`, by name.
+fn read_homes(root: &Path, user_home: &Path) -> Result<Vec<HomeEntry>, InstallError> {
+    let entries = match std::fs::read_dir(root) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(source) => {
+            return Err(InstallError::Read {
+                path: root.to_path_buf(),
+                source,
+            });
+        }
+    };
+    let mut homes = Vec::new();
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Ok(home) = Home::new(root, &name) else {
+            continue;
+        };
+        if !home.config_path().is_file() {
+            continue;
+        }
+        homes.push(home_entry(&home, user_home)?);
+    }
+    homes.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(homes)
+}
+
+/// One home's entry: its install choices and the Claude config dir its
+/// agent runs with (`sentinel.json`'s `env`, over the daemon's own `HOME`).
+pub fn home_entry(home: &Home, user_home: &Path) -> Result<HomeEntry, InstallError> {
+    let path = home.dir().join(INSTALL_FILE);
+    let settings = match std::fs::read_to_string(&path) {
+        Ok(t) => serde_json::from_str(&t).map_err(|e| InstallError::Config {
+            path: path.clone(),
+            message: e.to_string(),
+        })?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => InstallSettings::default(),
+        Err(source) => return Err(InstallError::Read { path, source }),
+    };
+    let cfg = hoop_sentinel::config::SentinelConfig::load(&home.dir()).map_err(|e| {
+        InstallError::Config {
+            path: home.dir().join("sentinel.json"),
+            message: e.to_string(),
+        }
+    })?;
+    let env: Vec<(String, String)> = cfg.env.into_iter().collect();
+    let claude_config_dir = hoop_sentinel::context::config_dir(&env, |k| {
+        (k == "HOME").then(|| user_home.as_os_str().to_os_string())
+    })
+    .unwrap_or_else(|| user_home.join(".claude"));
+    Ok(HomeEntry {
+        name: home.name.clone(),
+        dir: home.dir(),
+        claude_config_dir,
+        settings,
+    })
+}
+
+/// Homes with a unit on this machine: enabled systemd instances
+/// (`default.target.wants/hoop-sentinel@<home>.service`) or launchd agents.
+fn installed_units(m: &Machine) -> Vec<String> {
+    let (dir, prefix, suffix) = match m.os {
+        Os::Linux => (
+            manifest::systemd_unit_dir(m).join("default.target.wants"),
+            "hoop-sentinel@",
+            ".service",
+        ),
+        Os::Macos => (
+            manifest::launch_agents_dir(m),
+            units::LAUNCHD_LABEL_PREFIX,
+            ".plist",
+        ),
+    };
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let n = e.file_name().to_string_lossy().into_owned();
+            let home = n.strip_prefix(prefix)?.strip_suffix(suffix)?;
+            (!home.is_empty()).then(|| home.to_string())
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// What an item needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    Ok,
+    Add,
+    Change,
+    Remove,
+    /// A service under `--manager none`: nothing to ask.
+    Unchecked,
+}
+
+impl Status {
+    pub fn is_drift(self) -> bool {
+        matches!(self, Status::Add | Status::Change | Status::Remove)
+    }
+    fn word(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Add => "add",
+            Status::Change => "change",
+            Status::Remove => "remove",
+            Status::Unchecked => "skip",
+        }
+    }
+}
+
+/// One item of the plan and what it needs.
+#[derive(Debug, Clone)]
+pub struct Row {
+    pub item: Item,
+    pub subject: String,
+    pub status: Status,
+    /// Why it drifted (empty when ok).
+    pub detail: String,
+}
+
+impl std::fmt::Display for Row {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{:7} {:8} {}",
+            self.status.word(),
+            self.item.kind,
+            self.subject
+        )?;
+        if !self.detail.is_empty() {
+            write!(f, "  ({})", self.detail)?;
+        }
+        Ok(())
+    }
+}
+
+/// Everything plan, apply and check need.
+pub struct Ctx<'a> {
+    pub machine: Machine,
+    pub homes: Vec<HomeEntry>,
+    pub manager: Manager,
+    pub runner: &'a dyn Runner,
+}
+
+impl<'a> Ctx<'a> {
+    /// Gather this machine's facts and homes under `root` (what `hoop
+    /// status` needs before calling [`check`]).
+    pub fn gather(
+        root: &Path,
+        env: &Env,
+        manager: Manager,
+        runner: &'a dyn Runner,
+    ) -> Result<Ctx<'a>, InstallError> {
+        let (machine, homes) = gather(root, env)?;
+        Ok(Ctx {
+            machine,
+            homes,
+            manager,
+            runner,
+        })
+    }
+
+    fn domain(&self) -> String {
+        format!("gui/{}", self.machine.uid)
+    }
+}
+
+/// The plan: every desired item and what it needs.
+pub fn plan(ctx: &Ctx) -> Result<Vec<Row>, InstallError> {
+    let items = manifest::manifest(
+        &ctx.machine,
+        &ctx.homes,
+        Options {
+            manager: ctx.manager,
+        },
+    )?;
+    Ok(items
+        .into_iter()
+        .map(|item| {
+            let (status, detail) = observe(ctx, &item);
+            Row {
+                subject: item.subject(),
+                item,
+                status,
+                detail,
+            }
+        })
+        .collect())
+}
+
+fn observe(ctx: &Ctx, item: &Item) -> (Status, String) {
+    match &item.want {
+        Want::Link { path, target } => match std::fs::read_link(path) {
+            Ok(t) if &t == target => (Status::Ok, String::new()),
+            Ok(t) => (Status::Change, format!("points at {}", t.display())),
+            Err(_) if path.symlink_metadata().is_ok() => {
+                (Status::Change, "is not a symlink".into())
+            }
+            Err(_) => (Status::Add, "missing".into()),
+        },
+        Want::Dir { path } => {
+            if path.is_dir() {
+                (Status::Ok, String::new())
+            } else if path.exists() {
+                (Status::Change, "is not a directory".into())
+            } else {
+                (Status::Add, "missing".into())
+            }
+        }
+        Want::File { path, bytes } => match std::fs::read(path) {
+            Ok(b) if &b == bytes => (Status::Ok, String::new()),
+            Ok(_) => (
+                Status::Change,
+                "differs from what hoop renders (edited by hand?)".into(),
+            ),
+            Err(_) => (Status::Add, "missing".into()),
+        },
+        Want::Hooks {
+            target,
+            path,
+            program,
+            specs,
+        } => match hooks::merge_plan(*target, path, program, specs) {
+            Ok((_, None)) => (Status::Ok, String::new()),
+            Ok((changes, Some(_))) => {
+                let status = if path.exists() {
+                    Status::Change
+                } else {
+                    Status::Add
+                };
+                let what: Vec<String> = changes
+                    .iter()
+                    .filter(|c| c.is_drift())
+                    .map(|c| {
+                        c.to_string()
+                            .split_whitespace()
+                            .collect::<Vec<_>>()
+                            .join(" ")
+                    })
+                    .collect();
+                (status, what.join("; "))
+            }
+            Err(e) => (Status::Change, e.to_string()),
+        },
+        Want::Service { unit, .. } => service_state(ctx, unit),
+        Want::Retired { .. } => (Status::Remove, "its home is gone".into()),
+    }
+}
+
+fn service_state(ctx: &Ctx, name: &str) -> (Status, String) {
+    let call = match ctx.manager {
+        Manager::None => return (Status::Unchecked, "--manager none".into()),
+        Manager::Systemd => Call::new("systemctl", &["--user", "is-enabled", name]),
+        Manager::Launchd => Call::new("launchctl", &["print", &format!("{}/{name}", ctx.domain())]),
+    };
+    match ctx.runner.run(&call) {
+        Ok(out) if out.success() => (Status::Ok, String::new()),
+        Ok(out) => {
+            let said = out.stdout.trim();
+            let said = if said.is_empty() {
+                out.stderr.trim()
+            } else {
+                said
+            };
+            let first = said.lines().next().unwrap_or("");
+            match ctx.manager {
+                Manager::Systemd => (Status::Add, format!("not enabled: {first}")),
+                _ => (Status::Add, format!("not loaded: {first}")),
+            }
+        }
+        Err(e) => (Status::Add, e.to_string()),
+    }
+}
+
+/// The service-manager calls that make a service row ok.
+fn service_calls(ctx: &Ctx, row: &Row, unit_changed: bool) -> Vec<Call> {
+    let m = &ctx.machine;
+    let manager = match ctx.manager {
+        Manager::None => match m.os {
+            Os::Linux => Manager::Systemd,
+            Os::Macos => Manager::Launchd,
+        },
+        other => other,
+    };
+    let name = &row.subject;
+    let domain = ctx.domain();
+    let target = format!("{domain}/{name}");
+    match (&row.item.want, manager) {
+        (Want::Service { .. }, Manager::Systemd) if row.status != Status::Ok => {
+            vec![Call::new("systemctl", &["--user", "enable", "--now", name])]
+        }
+        (Want::Service { home, .. }, Manager::Launchd) => {
+            let plist = manifest::plist_path(m, home).to_string_lossy().into_owned();
+            let mut v = Vec::new();
+            if row.status == Status::Ok && unit_changed {
+                // launchd reads the plist only when it is bootstrapped.
+                v.push(Call::new("launchctl", &["bootout", &target]));
+            }
+            if row.status != Status::Ok || unit_changed {
+                v.push(Call::new("launchctl", &["bootstrap", &domain, &plist]));
+            }
+            v
+        }
+        (Want::Retired { .. }, Manager::Systemd) => {
+            vec![Call::new(
+                "systemctl",
+                &["--user", "disable", "--now", name],
+            )]
+        }
+        (Want::Retired { .. }, Manager::Launchd) => {
+            vec![Call::new("launchctl", &["bootout", &target])]
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// What `apply` did.
+#[derive(Debug, Default)]
+pub struct Applied {
+    /// One line per row changed.
+    pub done: Vec<String>,
+    /// The service-manager calls made (or, under `--manager none`, to make).
+    pub calls: Vec<Call>,
+    /// Things an operator should know (a unit changed under a running daemon).
+    pub notes: Vec<String>,
+}
+
+/// Make every row ok. Files are written atomically; a second run changes
+/// nothing. Stops at the first failure, naming it.
+pub fn apply(ctx: &Ctx, rows: &[Row]) -> Result<Applied, InstallError> {
+    let mut out = Applied::default();
+    let fail = |row: &Row, e: &dyn std::fmt::Display| {
+        InstallError::Apply(format!("{} {}: {e}", row.item.kind, row.subject))
+    };
+    let mut changed_units: Vec<Option<String>> = Vec::new();
+    for row in rows.iter().filter(|r| r.status.is_drift()) {
+        match &row.item.want {
+            Want::Link { path, target } => {
+                fsutil::symlink_atomic(target, path).map_err(|e| fail(row, &e))?
+            }
+            Want::Dir { path } => std::fs::create_dir_all(path).map_err(|e| fail(row, &e))?,
+            Want::File { path, bytes } => {
+                fsutil::write_atomic(path, bytes, WriteOptions::default())
+                    .map_err(|e| fail(row, &e))?;
+                if row.item.kind == "unit" {
+                    changed_units.push(row.item.home.clone());
+                }
+            }
+            Want::Hooks {
+                target,
+                path,
+                program,
+                specs,
+            } => {
+                hooks::merge_file(*target, path, program, specs).map_err(|e| fail(row, &e))?;
+            }
+            Want::Service { .. } | Want::Retired { .. } => continue,
+        }
+        out.done.push(row.to_string());
+    }
+    let systemd = match ctx.manager {
+        Manager::Systemd => true,
+        Manager::Launchd => false,
+        Manager::None => ctx.machine.os == Os::Linux,
+    };
+    let services: Vec<&Row> = rows
+        .iter()
+        .filter(|r| matches!(r.item.want, Want::Service { .. } | Want::Retired { .. }))
+        .collect();
+    let mut calls = Vec::new();
+    if systemd && (!changed_units.is_empty() || services.iter().any(|r| r.status.is_drift())) {
+        calls.push(Call::new("systemctl", &["--user", "daemon-reload"]));
+    }
+    for row in &services {
+        let unit_changed = changed_units
+            .iter()
+            .any(|h| h.is_none() || h.as_deref() == row.item.home.as_deref());
+        let cs = service_calls(ctx, row, unit_changed);
+        if systemd && row.status == Status::Ok && unit_changed {
+            out.notes.push(format!(
+                "{} runs the old unit until it restarts: hoop restart {}",
+                row.subject,
+                row.item.home.as_deref().unwrap_or("")
+            ));
+        }
+        if !cs.is_empty() && row.status.is_drift() {
+            out.done.push(row.to_string());
+        }
+        calls.extend(cs);
+    }
+    for call in calls {
+        let res = ctx.runner.run(&call);
+        out.calls.push(call.clone());
+        // Booting out an agent launchd no longer has loaded is not a failure:
+        // the goal (not loaded) holds.
+        let may_fail =
+            call.program == "launchctl" && call.args.first().is_some_and(|a| a == "bootout");
+        match res {
+            Ok(o) if o.success() => {}
+            Ok(o) if may_fail => out.notes.push(format!(
+                "`{call}`: {} (not loaded; nothing to stop)",
+                o.stderr.trim()
+            )),
+            Ok(o) => {
+                return Err(InstallError::Apply(format!(
+                    "`{call}` exited {}: {}",
+                    o.code.map_or("by a signal".into(), |c| c.to_string()),
+                    o.stderr.trim()
+                )));
+            }
+            Err(e) => return Err(InstallError::Apply(e.to_string())),
+        }
+    }
+    // A retired launchd agent's file goes after it is booted out.
+    for row in &services {
+        if let Want::Retired {
+            file: Some(path), ..
+        } = &row.item.want
+            && let Err(e) = std::fs::remove_file(path)
+            && e.kind() != std::io::ErrorKind::NotFound
+        {
+            return Err(fail(row, &e));
+        }
+    }
+    Ok(out)
+}
+
+/// How bad a finding is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Level {
+    Info,
+    Warning,
+    Error,
+}
+
+/// One thing `--check` or `hoop doctor` found, with how to fix it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Finding {
+    pub level: Level,
+    /// The home it concerns; `None` for the machine.
+    pub home: Option<String>,
+    /// What it is about (`unit /…/hoop-sentinel@.service`).
+    pub item: String,
+    pub problem: String,
+    pub fix: String,
+}
+
+impl std::fmt::Display for Finding {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let level = match self.level {
+            Level::Info => "info",
+            Level::Warning => "warning",
+            Level::Error => "error",
+        };
+        write!(
+            f,
+            "{level:7} {}: {}\n        fix: {}",
+            self.item, self.problem, self.fix
+        )
+    }
+}
+
+/// The finding for one drifted row (`None` when it is ok).
+pub fn finding(row: &Row) -> Option<Finding> {
+    if !row.status.is_drift() {
+        return None;
+    }
+    let fix = match (&row.item.want, row.status) {
+        (Want::Service { .. }, _) => format!(
+            "`hoop install --apply` ({})",
+            if row.subject.ends_with(".service") {
+                format!("systemctl --user enable --now {}", row.subject)
+            } else {
+                format!("launchctl bootstrap gui/$UID <plist> for {}", row.subject)
+            }
+        ),
+        (Want::Retired { .. }, _) => format!(
+            "`hoop install --apply` stops and removes {} (its home is gone)",
+            row.subject
+        ),
+        (Want::File { .. }, Status::Change) => {
+            "`hoop install --apply` rewrites it (put local changes in the template or the home's files instead)".into()
+        }
+        _ => "`hoop install --apply`".into(),
+    };
+    Some(Finding {
+        level: Level::Error,
+        home: row.item.home.clone(),
+        item: format!("{} {}", row.item.kind, row.subject),
+        problem: format!("{} ({})", row.status.word(), row.detail),
+        fix,
+    })
+}
+
+/// Everything `--check` checks, as findings (empty = no drift). A manifest
+/// that cannot be built (a protected folder, two homes fighting over one
+/// settings file) is itself a finding.
+pub fn check(ctx: &Ctx) -> Vec<Finding> {
+    match plan(ctx) {
+        Ok(rows) => rows.iter().filter_map(finding).collect(),
+        Err(e) => vec![Finding {
+            level: Level::Error,
+            home: None,
+            item: "manifest".into(),
+            problem: e.to_string(),
+            fix: "fix what the problem names, then `hoop install --plan`".into(),
+        }],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::service::{CallOutput, RecordingRunner};
+
+    struct World {
+        _dir: tempfile::TempDir,
+        user_home: PathBuf,
+        root: PathBuf,
+        bin: PathBuf,
+    }
+
+    fn world(homes: &[&str]) -> World {
+        let dir = tempfile::tempdir().unwrap();
+        let user_home = dir.path().join("u");
+        let root = user_home.join(".hoop");
+        for h in homes {
+            let d = root.join(h);
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(
+                d.join("config.json"),
+                r#"{"base_url":"http://127.0.0.1:1","email":"a@b"}"#,
+            )
+            .unwrap();
+        }
+        let bin = dir.path().join("dist/hoop");
+        std::fs::create_dir_all(bin.parent().unwrap()).unwrap();
+        std::fs::write(&bin, "#!/bin/sh\n").unwrap();
+        World {
+            user_home,
+            root,
+            bin,
+            _dir: dir,
+        }
+    }
+
+    impl World {
+        fn env(&self) -> Env {
+            Env {
+                user_home: Some(self.user_home.clone()),
+                xdg_config_home: None,
+                path: None,
+                hoop_binary: self.bin.clone(),
+            }
+        }
+    }
+
+    fn ctx<'a>(w: &World, runner: &'a dyn Runner, manager: Manager) -> Ctx<'a> {
+        let env = w.env();
+        let (mut machine, homes) = gather(&w.root, &env).unwrap();
+        machine.os = Os::Linux;
+        Ctx {
+            machine,
+            homes,
+            manager,
+            runner,
+        }
+    }
+
+    fn not_enabled(r: &RecordingRunner) {
+        r.answer(
+            |c| c.args.get(1).map(String::as_str) == Some("is-enabled"),
+            CallOutput {
+                code: Some(1),
+                stdout: "disabled\n".into(),
+                stderr: String::new(),
+            },
+        );
+    }
+
+    #[test]
+    fn apply_then_plan_is_all_ok_and_a_second_apply_does_nothing() {
+        let w = world(&["bolt", "nova"]);
+        let r = RecordingRunner::new();
+        not_enabled(&r);
+        let c = ctx(&w, &r, Manager::Systemd);
+        let rows = plan(&c).unwrap();
+        let lines: Vec<String> = rows.iter().map(|r| r.to_string()).collect();
+        assert!(rows.iter().all(|r| r.status == Status::Add), "{lines:#?}");
+        let applied = apply(&c, &rows).unwrap();
+        let calls: Vec<String> = applied.calls.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            calls,
+            [
+                "systemctl --user daemon-reload",
+                "systemctl --user enable --now hoop-sentinel@bolt.service",
+                "systemctl --user enable --now hoop-sentinel@nova.service",
+            ]
+        );
+        // Now the services answer enabled.
+        let r2 = RecordingRunner::new();
+        let c2 = ctx(&w, &r2, Manager::Systemd);
+        let rows = plan(&c2).unwrap();
+        for row in &rows {
+            assert_eq!(row.status, Status::Ok, "{row}");
+        }
+        let again = apply(&c2, &rows).unwrap();
+        assert!(again.done.is_empty() && again.calls.is_empty(), "{again:?}");
+        assert_eq!(std::fs::read_link(w.root.join("bin/hoop")).unwrap(), w.bin);
+    }
+
+    #[test]
+    fn check_names_each_drifted_item_and_apply_repairs_them() {
+        let w = world(&["bolt"]);
+        let r = RecordingRunner::new();
+        let c = ctx(&w, &r, Manager::Systemd);
+        apply(&c, &plan(&c).unwrap()).unwrap();
+        assert_eq!(check(&c), vec![]);
+        let unit = w
+            .user_home
+            .join(".config/systemd/user/hoop-sentinel@.service");
+        let text = std::fs::read_to_string(&unit).unwrap();
+        std::fs::write(&unit, text.replace("RestartSec=10", "RestartSec=1")).unwrap();
+        let settings = w.user_home.join(".claude/settings.json");
+        let text = std::fs::read_to_string(&settings).unwrap();
+        std::fs::write(&settings, text.replace("guard memory", "guard nothing")).unwrap();
+        std::fs::remove_dir(w.root.join("bolt/logs")).unwrap();
+        let found = check(&c);
+        let items: Vec<&str> = found.iter().map(|f| f.item.as_str()).collect();
+        assert_eq!(found.len(), 3, "{found:#?}");
+        assert!(items.contains(&format!("dir {}", w.root.join("bolt/logs").display()).as_str()));
+        assert!(items.contains(&format!("hooks {}", settings.display()).as_str()));
+        assert!(items.contains(&format!("unit {}", unit.display()).as_str()));
+        for f in &found {
+            assert!(f.fix.contains("hoop install --apply"), "{f}");
+            assert_eq!(f.level, Level::Error);
+        }
+        let hooks = found.iter().find(|f| f.item.starts_with("hooks")).unwrap();
+        assert!(hooks.problem.contains("guard memory"), "{hooks}");
+        apply(&c, &plan(&c).unwrap()).unwrap();
+        assert_eq!(check(&c), vec![]);
+        // The hand-edited hook stays (it is not ours); ours is back.
+        let text = std::fs::read_to_string(&settings).unwrap();
+        assert!(text.contains("guard nothing") && text.contains("guard memory"));
+    }
+
+    #[test]
+    fn a_service_that_is_not_enabled_is_drift_with_the_command_to_fix_it() {
+        let w = world(&["bolt"]);
+        let r = RecordingRunner::new();
+        let c = ctx(&w, &r, Manager::Systemd);
+        apply(&c, &plan(&c).unwrap()).unwrap();
+        not_enabled(&r);
+        let found = check(&c);
+        assert_eq!(found.len(), 1, "{found:#?}");
+        assert_eq!(found[0].home.as_deref(), Some("bolt"));
+        assert!(
+            found[0]
+                .fix
+                .contains("systemctl --user enable --now hoop-sentinel@bolt.service"),
+            "{}",
+            found[0]
+        );
+    }
+
+    #[test]
+    fn a_unit_of_a_home_that_is_gone_is_retired() {
+        let w = world(&["bolt"]);
+        let wants = w
+            .user_home
+            .join(".config/systemd/user/default.target.wants");
+        std::fs::create_dir_all(&wants).unwrap();
+        std::os::unix::fs::symlink("/x", wants.join("hoop-sentinel@old.service")).unwrap();
+        let r = RecordingRunner::new();
+        let c = ctx(&w, &r, Manager::Systemd);
+        let rows = plan(&c).unwrap();
+        let retired = rows.iter().find(|r| r.status == Status::Remove).unwrap();
+        assert_eq!(retired.subject, "hoop-sentinel@old.service");
+        let applied = apply(&c, &rows).unwrap();
+        assert!(
+            applied.calls.iter().any(
+                |c| c.to_string() == "systemctl --user disable --now hoop-sentinel@old.service"
+            )
+        );
+    }
+
+    #[test]
+    fn manager_none_writes_every_file_and_only_lists_the_calls() {
+        let w = world(&["bolt"]);
+        let r = crate::service::DryRunner::default();
+        let c = ctx(&w, &r, Manager::None);
+        let rows = plan(&c).unwrap();
+        let svc = rows.iter().find(|r| r.item.kind == "service").unwrap();
+        assert_eq!(svc.status, Status::Unchecked);
+        let applied = apply(&c, &rows).unwrap();
+        assert!(
+            w.user_home
+                .join(".config/systemd/user/hoop-sentinel@.service")
+                .is_file()
+        );
+        assert_eq!(
+            r.calls()
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>(),
+            [
+                "systemctl --user daemon-reload",
+                "systemctl --user enable --now hoop-sentinel@bolt.service"
+            ]
+        );
+        assert_eq!(applied.calls, r.calls());
+        assert_eq!(check(&c), vec![]);
+    }
+
+    #[test]
+    fn launchd_bootstraps_each_agent_and_reloads_one_whose_plist_changed() {
+        let w = world(&["bolt", "nova"]);
+        let r = RecordingRunner::new();
+        r.answer(
+            |c| c.args.first().map(String::as_str) == Some("print"),
+            CallOutput {
+                code: Some(113),
+                stdout: String::new(),
+                stderr: "Could not find service\n".into(),
+            },
+        );
+        let mut c = ctx(&w, &r, Manager::Launchd);
+        c.machine.os = Os::Macos;
+        c.machine.uid = 501;
+        let applied = apply(&c, &plan(&c).unwrap()).unwrap();
+        let agents = w.user_home.join("Library/LaunchAgents");
+        let calls: Vec<String> = applied.calls.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            calls,
+            [
+                format!(
+                    "launchctl bootstrap gui/501 {}",
+                    agents.join("dev.hoop.sentinel.bolt.plist").display()
+                ),
+                format!(
+                    "launchctl bootstrap gui/501 {}",
+                    agents.join("dev.hoop.sentinel.nova.plist").display()
+                ),
+            ]
+        );
+        // Loaded now; nova's plist edited by hand: only nova is reloaded.
+        let r = RecordingRunner::new();
+        let mut c = ctx(&w, &r, Manager::Launchd);
+        c.machine.os = Os::Macos;
+        c.machine.uid = 501;
+        let nova = agents.join("dev.hoop.sentinel.nova.plist");
+        let text = std::fs::read_to_string(&nova).unwrap();
+        std::fs::write(
+            &nova,
+            text.replace("<integer>60</integer>", "<integer>1</integer>"),
+        )
+        .unwrap();
+        let found = check(&c);
+        assert_eq!(found.len(), 1, "{found:#?}");
+        assert_eq!(found[0].home.as_deref(), Some("nova"));
+        let applied = apply(&c, &plan(&c).unwrap()).unwrap();
+        let calls: Vec<String> = applied.calls.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            calls,
+            [
+                "launchctl bootout gui/501/dev.hoop.sentinel.nova".to_string(),
+                format!("launchctl bootstrap gui/501 {}", nova.display()),
+            ]
+        );
+        assert_eq!(std::fs::read_to_string(&nova).unwrap(), text);
+        // A home that is gone: booted out, its plist removed.
+        std::fs::remove_file(w.root.join("nova/config.json")).unwrap();
+        let r = RecordingRunner::new();
+        let env = w.env();
+        let (mut machine, homes) = gather(&w.root, &env).unwrap();
+        machine.os = Os::Macos;
+        machine.uid = 501;
+        machine.installed_units = vec!["bolt".into(), "nova".into()];
+        let c = Ctx {
+            machine,
+            homes,
+            manager: Manager::Launchd,
+            runner: &r,
+        };
+        // launchd no longer has it loaded: bootout fails, the plist still goes.
+        r.answer(
+            |c| c.args.first().map(String::as_str) == Some("bootout"),
+            CallOutput {
+                code: Some(3),
+                stdout: String::new(),
+                stderr: "Boot-out failed: 3: No such process".into(),
+            },
+        );
+        let applied = apply(&c, &plan(&c).unwrap()).unwrap();
+        let calls: Vec<String> = applied.calls.iter().map(ToString::to_string).collect();
+        assert_eq!(calls, ["launchctl bootout gui/501/dev.hoop.sentinel.nova"]);
+        assert!(!nova.exists());
+        assert!(
+            applied.notes[0].contains("No such process"),
+            "{:?}",
+            applied.notes
+        );
+    }
+
+    #[test]
+    fn a_bad_install_json_is_a_clear_error() {
+        let w = world(&["bolt"]);
+        std::fs::write(
+            w.root.join("bolt/install.json"),
+            r#"{"guards":["act"],"x":1}"#,
+        )
+        .unwrap();
+        let env = w.env();
+        let err = gather(&w.root, &env).unwrap_err().to_string();
+        assert!(
+            err.contains("install.json") && err.contains("unknown field"),
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,849 @@
+//! Workers (SPEC §2): a one-shot agent (`claude` or `cursor-agent`) the
+//! sentinel's agent hands heavy work to, on a sub-card of its own card.
+//!
+//! `hoop worker spawn` assigns the sub-card in the parent's room and claims
+//! it (production's two steps: a refused claim names the queued orphan,
+//! which is finished at once), prepares a session-private scratch HOME
+//! seeded only with the credentials the agent CLI needs (never the home's
+//! state files: no session, no cursors), its own working directory, and
+//! starts `hoop worker run` detached in its own process group. That
+//! supervisor runs the agent, then reports the account's cumulative usage
+//! (so the card's end snapshot holds the worker's tokens, as production
+//! records a card's cost) and finishes the card: `done` with the agent's
+//! result, or `failed` carrying the error text.
+//!
+//! The sentinel's lease renewer keeps the worker's card: it renews its
+//! lease like any working card, posts a progress line when the worker
+//! starts, and when the card is no longer working (a renew answering 404,
+//! or the card finished — the parent's finish cancels live sub-cards) it
+//! stops the worker's process group and logs it.
+//!
+//! Pure decisions (which credentials seed a HOME, the agent's command line,
+//! a run's outcome, which workers to stop) are plain functions with tables
+//! of tests; the rest are thin shells over files and processes.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use hoop_api::types::{Card, CardId, CardStatus, ConversationId};
+use hoop_core::fsutil::{self, WriteOptions};
+use hoop_core::home::Home;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use thiserror::Error;
+
+use crate::constants::{WORKER_DETAIL_CAP, WORKER_RECORD_FILE, WORKER_STOP_GRACE};
+
+/// Which agent CLI a worker runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AgentKind {
+    Claude,
+    CursorAgent,
+}
+
+impl AgentKind {
+    pub fn parse(word: &str) -> Option<AgentKind> {
+        match word {
+            "claude" => Some(AgentKind::Claude),
+            "cursor-agent" => Some(AgentKind::CursorAgent),
+            _ => None,
+        }
+    }
+    pub fn word(self) -> &'static str {
+        match self {
+            AgentKind::Claude => "claude",
+            AgentKind::CursorAgent => "cursor-agent",
+        }
+    }
+}
+
+/// Where a worker is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WorkerState {
+    /// The supervisor runs (or is about to).
+    Running,
+    /// The agent ended and the card was finished.
+    Finished,
+    /// The sentinel stopped it: its card was no longer working.
+    Stopped,
+}
+
+/// `<home>/workers/<card>/worker.json`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkerRecord {
+    pub card_id: CardId,
+    pub parent_id: CardId,
+    pub conversation_id: ConversationId,
+    pub title: String,
+    pub agent: AgentKind,
+    pub state: WorkerState,
+    /// The supervisor's pid, which is also its process group.
+    #[serde(default)]
+    pub pid: Option<u32>,
+    pub started_at: i64,
+    #[serde(default)]
+    pub ended_at: Option<i64>,
+    /// How it ended, in a few words (never a secret).
+    #[serde(default)]
+    pub detail: Option<String>,
+}
+
+#[derive(Debug, Error)]
+pub enum WorkerError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}: {source}")]
+    Parse {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
+}
+
+fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> WorkerError + '_ {
+    move |source| WorkerError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+// ---------------------------------------------------------------- layout
+
+/// One worker's directory: `<home>/workers/<card>/`.
+pub fn worker_dir(home: &Home, card: CardId) -> PathBuf {
+    home.workers_dir().join(card.to_string())
+}
+/// The worker's session-private scratch HOME.
+pub fn scratch_home(home: &Home, card: CardId) -> PathBuf {
+    worker_dir(home, card).join("home")
+}
+/// The worker's own working directory.
+pub fn workdir(home: &Home, card: CardId) -> PathBuf {
+    worker_dir(home, card).join("work")
+}
+/// The prompt the worker was given.
+pub fn prompt_path(home: &Home, card: CardId) -> PathBuf {
+    worker_dir(home, card).join("prompt.txt")
+}
+/// The supervisor's and the agent's output.
+pub fn log_path(home: &Home, card: CardId) -> PathBuf {
+    worker_dir(home, card).join("worker.log")
+}
+pub fn record_path(home: &Home, card: CardId) -> PathBuf {
+    worker_dir(home, card).join(WORKER_RECORD_FILE)
+}
+
+/// The transcript directories of every worker of the home (the claude CLI
+/// writes under `<scratch HOME>/.claude`): the account's usage is the sum
+/// of the home's own transcripts and these.
+pub fn transcript_dirs(home: &Home) -> Vec<PathBuf> {
+    let Ok(rd) = std::fs::read_dir(home.workers_dir()) else {
+        return Vec::new();
+    };
+    let mut dirs: Vec<PathBuf> = rd
+        .filter_map(Result::ok)
+        .map(|e| e.path().join("home").join(".claude"))
+        .filter(|p| p.is_dir())
+        .collect();
+    dirs.sort();
+    dirs
+}
+
+pub fn write_record(home: &Home, r: &WorkerRecord) -> Result<(), WorkerError> {
+    let path = record_path(home, r.card_id);
+    fsutil::write_json_atomic(&path, r, WriteOptions::default()).map_err(io_err(&path))
+}
+
+pub fn read_record(home: &Home, card: CardId) -> Result<WorkerRecord, WorkerError> {
+    let path = record_path(home, card);
+    let text = std::fs::read_to_string(&path).map_err(io_err(&path))?;
+    serde_json::from_str(&text).map_err(|source| WorkerError::Parse { path, source })
+}
+
+/// Every worker record of the home (unreadable ones are skipped and logged).
+pub fn records(home: &Home) -> Vec<WorkerRecord> {
+    let Ok(rd) = std::fs::read_dir(home.workers_dir()) else {
+        return Vec::new();
+    };
+    let mut v: Vec<WorkerRecord> = rd
+        .filter_map(Result::ok)
+        .filter_map(|e| e.file_name().to_str()?.parse::<CardId>().ok())
+        .filter_map(|card| match read_record(home, card) {
+            Ok(r) => Some(r),
+            Err(e) => {
+                tracing::debug!(card, error = %e, "unreadable worker record");
+                None
+            }
+        })
+        .collect();
+    v.sort_by_key(|r| r.card_id);
+    v
+}
+
+/// A live worker as `hoop status` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LiveWorker {
+    pub card_id: CardId,
+    pub parent_id: CardId,
+    pub conversation_id: ConversationId,
+    pub title: String,
+    pub agent: AgentKind,
+    pub pid: u32,
+    pub started_at: i64,
+}
+
+/// The home's workers whose supervisor is alive (asked of the kernel, never
+/// judged from the record alone).
+pub fn live_workers(home: &Home) -> Vec<LiveWorker> {
+    records(home)
+        .into_iter()
+        .filter(|r| r.state == WorkerState::Running)
+        .filter_map(|r| {
+            let pid = r
+                .pid
+                .filter(|p| process_alive(*p) && is_supervisor(*p, r.card_id))?;
+            Some(LiveWorker {
+                card_id: r.card_id,
+                parent_id: r.parent_id,
+                conversation_id: r.conversation_id,
+                title: r.title,
+                agent: r.agent,
+                pid,
+                started_at: r.started_at,
+            })
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------- pure core
+
+/// The files of the account's HOME a worker's scratch HOME is seeded with:
+/// the credentials the agent CLI needs to log in, nothing else (no
+/// sessions, projects, transcripts or the home's state files).
+pub fn credential_files(agent: AgentKind) -> &'static [&'static str] {
+    match agent {
+        // Linux keeps the OAuth credentials here (macOS in the keychain,
+        // which a scratch HOME shares anyway).
+        AgentKind::Claude => &[".claude/.credentials.json"],
+        // cursor-agent keeps its login under the XDG config dir.
+        AgentKind::CursorAgent => &[".config/cursor/auth.json", ".cursor/cli-config.json"],
+    }
+}
+
+/// The keys of the account's `~/.claude.json` a worker gets: who is logged
+/// in and that onboarding is done; never its projects, history or caches.
+pub const CLAUDE_JSON_KEYS: [&str; 5] = [
+    "oauthAccount",
+    "userID",
+    "hasCompletedOnboarding",
+    "customApiKeyResponses",
+    "primaryApiKey",
+];
+
+/// `~/.claude.json` reduced to [`CLAUDE_JSON_KEYS`].
+pub fn seed_claude_json(account: &Value) -> Value {
+    let mut out = serde_json::Map::new();
+    if let Some(obj) = account.as_object() {
+        for k in CLAUDE_JSON_KEYS {
+            if let Some(v) = obj.get(k) {
+                out.insert(k.to_string(), v.clone());
+            }
+        }
+    }
+    Value::Object(out)
+}
+
+/// The agent's program arguments (the prompt goes on stdin for `claude`,
+/// as the last argument for `cursor-agent`, which takes it so).
+pub fn agent_args(agent: AgentKind, permission_mode: &str) -> Vec<String> {
+    match agent {
+        AgentKind::Claude => vec![
+            "-p".into(),
+            "--output-format".into(),
+            "json".into(),
+            format!("--permission-mode={permission_mode}"),
+        ],
+        AgentKind::CursorAgent => vec![
+            "-p".into(),
+            "--output-format".into(),
+            "json".into(),
+            "--force".into(),
+        ],
+    }
+}
+
+/// How a worker's run ended, as the card's finish says it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Done { result: String },
+    Failed { error: String },
+}
+
+/// A run's outcome from its exit code and its output: the JSON `result`
+/// object both CLIs print with `--output-format json`, judged by
+/// `is_error` (never by the subtype). Texts are bounded.
+pub fn outcome(exit: Option<i32>, stdout: &str, stderr: &str) -> Outcome {
+    let result = stdout
+        .lines()
+        .rev()
+        .filter_map(|l| serde_json::from_str::<Value>(l.trim()).ok())
+        .find(|v| v["type"] == "result")
+        .or_else(|| serde_json::from_str::<Value>(stdout.trim()).ok());
+    let text = |v: &Value| v["result"].as_str().unwrap_or_default().trim().to_string();
+    match (exit, result) {
+        (Some(0), Some(r)) if r["is_error"] != Value::Bool(true) => Outcome::Done {
+            result: bounded(&text(&r)),
+        },
+        (_, Some(r)) if r["is_error"] == Value::Bool(true) => Outcome::Failed {
+            error: bounded(&non_blank(text(&r), "the agent reported an error")),
+        },
+        (exit, _) => {
+            let why = match exit {
+                Some(c) => format!("the agent exited with status {c}"),
+                None => "the agent was killed by a signal".to_string(),
+            };
+            let tail = stderr.trim();
+            Outcome::Failed {
+                error: bounded(&if tail.is_empty() {
+                    why
+                } else {
+                    format!("{why}: {}", tail_chars(tail, WORKER_DETAIL_CAP / 2))
+                }),
+            }
+        }
+    }
+}
+
+fn non_blank(s: String, default: &str) -> String {
+    if s.trim().is_empty() {
+        default.to_string()
+    } else {
+        s
+    }
+}
+
+/// At most [`WORKER_DETAIL_CAP`] characters (a card's result is a summary,
+/// not a transcript).
+pub fn bounded(s: &str) -> String {
+    if s.chars().count() <= WORKER_DETAIL_CAP {
+        return s.to_string();
+    }
+    let mut out: String = s.chars().take(WORKER_DETAIL_CAP - 1).collect();
+    out.push('…');
+    out
+}
+
+fn tail_chars(s: &str, n: usize) -> String {
+    let count = s.chars().count();
+    s.chars().skip(count.saturating_sub(n)).collect()
+}
+
+/// What the renewer does about one live worker.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Watch {
+    /// Its card works: keep it (the renewer renews the lease).
+    Keep,
+    /// Its card is not among the working cards: look the card up.
+    LookUp,
+    /// Its card is finished (or its lease renew answered 404): stop it.
+    Stop { why: String },
+}
+
+/// The decision for a worker on `card`, given the account's working cards,
+/// the cards that answered 404 to a renew, and the card as looked up (if it
+/// was).
+pub fn watch(
+    card: CardId,
+    working: &[CardId],
+    renew_404: &[CardId],
+    looked_up: Option<&Card>,
+) -> Watch {
+    if renew_404.contains(&card) {
+        return Watch::Stop {
+            why: "its lease renew answered 404 (the card is not working)".into(),
+        };
+    }
+    if working.contains(&card) {
+        return Watch::Keep;
+    }
+    match looked_up {
+        None => Watch::LookUp,
+        Some(c) if c.status == CardStatus::Working => Watch::Keep,
+        Some(c) => Watch::Stop {
+            why: format!("its card is {}", status_word(c.status)),
+        },
+    }
+}
+
+fn status_word(s: CardStatus) -> &'static str {
+    match s {
+        CardStatus::Queued => "queued",
+        CardStatus::Working => "working",
+        CardStatus::Done => "done",
+        CardStatus::Failed => "failed",
+        CardStatus::Cancelled => "cancelled (its parent finished, or someone cancelled it)",
+    }
+}
+
+/// The environment of a worker's agent: the sentinel's agent environment
+/// with `HOME` moved to the scratch HOME and no inherited config dir, so the
+/// worker never reads or writes the home's sessions.
+pub fn worker_env(
+    base: &BTreeMap<String, String>,
+    scratch_home: &Path,
+) -> (BTreeMap<String, String>, Vec<&'static str>) {
+    let mut env = base.clone();
+    env.insert("HOME".into(), scratch_home.display().to_string());
+    env.remove("CLAUDE_CONFIG_DIR");
+    (env, vec!["CLAUDE_CONFIG_DIR"])
+}
+
+// ---------------------------------------------------------------- shells
+
+/// Seed `scratch` from the account's HOME `account_home` (absent files are
+/// skipped: an API-key account needs none). Files are written 0600.
+pub fn seed_scratch_home(
+    account_home: &Path,
+    scratch: &Path,
+    agent: AgentKind,
+) -> Result<Vec<String>, WorkerError> {
+    std::fs::create_dir_all(scratch).map_err(io_err(scratch))?;
+    let mut copied = Vec::new();
+    for rel in credential_files(agent) {
+        let from = account_home.join(rel);
+        match std::fs::read(&from) {
+            Ok(bytes) => {
+                let to = scratch.join(rel);
+                fsutil::write_atomic(&to, &bytes, WriteOptions::SECRET).map_err(io_err(&to))?;
+                copied.push(rel.to_string());
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(source) => return Err(WorkerError::Io { path: from, source }),
+        }
+    }
+    if agent == AgentKind::Claude {
+        let from = account_home.join(".claude.json");
+        if let Ok(text) = std::fs::read_to_string(&from)
+            && let Ok(v) = serde_json::from_str::<Value>(&text)
+        {
+            let to = scratch.join(".claude.json");
+            fsutil::write_json_atomic(&to, &seed_claude_json(&v), WriteOptions::SECRET)
+                .map_err(io_err(&to))?;
+            copied.push(".claude.json (login keys only)".into());
+        }
+    }
+    Ok(copied)
+}
+
+/// Whether `pid` still is the supervisor of the worker on `card` (a pid can
+/// be reused after a crash: never signal a stranger). Read from
+/// `/proc/<pid>/cmdline`; where there is no `/proc`, trusted.
+pub fn is_supervisor(pid: u32, card: CardId) -> bool {
+    match std::fs::read(format!("/proc/{pid}/cmdline")) {
+        Ok(raw) => supervisor_cmdline(&raw, card),
+        Err(_) => !Path::new("/proc/self").exists(),
+    }
+}
+
+/// `hoop worker run … --card <card>` in a NUL-separated command line.
+pub fn supervisor_cmdline(raw: &[u8], card: CardId) -> bool {
+    let args: Vec<&[u8]> = raw.split(|b| *b == 0).collect();
+    let card = card.to_string();
+    args.windows(2)
+        .any(|w| w == [b"worker".as_slice(), b"run".as_slice()])
+        && args
+            .windows(2)
+            .any(|w| w[0] == b"--card".as_slice() && w[1] == card.as_bytes())
+}
+
+/// Whether `pid` is a live process (signal 0).
+pub fn process_alive(pid: u32) -> bool {
+    let Ok(raw) = i32::try_from(pid) else {
+        return false;
+    };
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(raw), None).is_ok()
+}
+
+/// `root` and every process below it, parents first, from `(pid, ppid)`
+/// pairs. The agent CLI starts its tool commands in process groups of their
+/// own, so a worker is stopped by its tree, not only by its group.
+pub fn tree(pairs: &[(u32, u32)], root: u32) -> Vec<u32> {
+    let mut out = vec![root];
+    let mut i = 0;
+    while i < out.len() {
+        let parent = out[i];
+        for (pid, ppid) in pairs {
+            if *ppid == parent && !out.contains(pid) {
+                out.push(*pid);
+            }
+        }
+        i += 1;
+    }
+    out
+}
+
+/// `(pid, ppid)` of every process (Linux `/proc`; empty elsewhere, where
+/// the process group is all that is stopped).
+fn process_table() -> Vec<(u32, u32)> {
+    let Ok(rd) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    rd.filter_map(Result::ok)
+        .filter_map(|e| {
+            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+            // `pid (comm) state ppid …`: comm may hold spaces and parens.
+            let rest = &stat[stat.rfind(')')? + 1..];
+            let ppid = rest.split_whitespace().nth(1)?.parse().ok()?;
+            Some((pid, ppid))
+        })
+        .collect()
+}
+
+/// The live processes of a worker: its supervisor and everything below it.
+pub fn process_tree(pid: u32) -> Vec<u32> {
+    tree(&process_table(), pid)
+        .into_iter()
+        .filter(|p| process_alive(*p))
+        .collect()
+}
+
+/// Stop a worker: its supervisor's process group and every process below
+/// it (taken before the first signal, as orphans lose their parent), with
+/// SIGTERM, then SIGKILL after [`WORKER_STOP_GRACE`]. Returns whether all
+/// are gone.
+pub async fn stop_group(pgid: u32) -> bool {
+    use nix::sys::signal::{Signal, kill, killpg};
+    use nix::unistd::Pid;
+    let Ok(raw) = i32::try_from(pgid) else {
+        return false;
+    };
+    let pids: Vec<Pid> = process_tree(pgid)
+        .into_iter()
+        .filter_map(|p| i32::try_from(p).ok().map(Pid::from_raw))
+        .collect();
+    let group = Pid::from_raw(raw);
+    let signal_all = |sig: Signal| {
+        let _ = killpg(group, sig);
+        for p in &pids {
+            let _ = kill(*p, sig);
+        }
+    };
+    let all_gone = || killpg(group, None).is_err() && pids.iter().all(|p| kill(*p, None).is_err());
+    signal_all(Signal::SIGTERM);
+    let deadline = tokio::time::Instant::now() + WORKER_STOP_GRACE;
+    while tokio::time::Instant::now() < deadline {
+        if all_gone() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    signal_all(Signal::SIGKILL);
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    all_gone()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn card(id: CardId, status: CardStatus) -> Card {
+        Card {
+            id,
+            title: "t".into(),
+            status,
+            assignee_id: Some(1),
+            parent_id: Some(1),
+            conversation_id: 7,
+            message_id: None,
+            error: None,
+            result: None,
+            result_message_id: None,
+            lease_expires_at: None,
+            tokens_in: None,
+            tokens_cached_in: None,
+            tokens_out: None,
+            created_at: 0,
+            updated_at: 0,
+        }
+    }
+
+    #[test]
+    fn watch_table() {
+        let working = [5, 6];
+        let cancelled = card(9, CardStatus::Cancelled);
+        let still = card(9, CardStatus::Working);
+        let done = card(9, CardStatus::Done);
+        // (card, renew 404s, looked up, keep / look up / stop)
+        let rows: Vec<(CardId, Vec<CardId>, Option<&Card>, &str)> = vec![
+            (5, vec![], None, "keep"),
+            (5, vec![5], None, "stop"),
+            (9, vec![], None, "look up"),
+            (9, vec![], Some(&still), "keep"),
+            (9, vec![], Some(&cancelled), "stop"),
+            (9, vec![], Some(&done), "stop"),
+            (9, vec![9], Some(&still), "stop"),
+        ];
+        for (c, r404, looked, want) in rows {
+            let got = match watch(c, &working, &r404, looked) {
+                Watch::Keep => "keep",
+                Watch::LookUp => "look up",
+                Watch::Stop { .. } => "stop",
+            };
+            assert_eq!(got, want, "card {c} 404s {r404:?} looked {looked:?}");
+        }
+        match watch(9, &working, &[], Some(&cancelled)) {
+            Watch::Stop { why } => assert!(why.contains("cancelled"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn outcome_table() {
+        let ok = r#"{"type":"result","subtype":"success","is_error":false,"result":"all green"}"#;
+        let err =
+            r#"{"type":"result","subtype":"success","is_error":true,"result":"API Error: 500"}"#;
+        let blank_err = r#"{"type":"result","subtype":"error_during_execution","is_error":true}"#;
+        let stream = format!("{{\"type\":\"system\"}}\n{ok}\n");
+        let rows: Vec<(Option<i32>, &str, &str, Outcome)> = vec![
+            (
+                Some(0),
+                ok,
+                "",
+                Outcome::Done {
+                    result: "all green".into(),
+                },
+            ),
+            // Judged by is_error, not by the exit code or the subtype.
+            (
+                Some(0),
+                err,
+                "",
+                Outcome::Failed {
+                    error: "API Error: 500".into(),
+                },
+            ),
+            (
+                Some(1),
+                err,
+                "",
+                Outcome::Failed {
+                    error: "API Error: 500".into(),
+                },
+            ),
+            (
+                Some(1),
+                blank_err,
+                "",
+                Outcome::Failed {
+                    error: "the agent reported an error".into(),
+                },
+            ),
+            (
+                Some(2),
+                "not json",
+                "boom\n",
+                Outcome::Failed {
+                    error: "the agent exited with status 2: boom".into(),
+                },
+            ),
+            (
+                None,
+                "",
+                "",
+                Outcome::Failed {
+                    error: "the agent was killed by a signal".into(),
+                },
+            ),
+            // Exit 0 without a result line is not a success.
+            (
+                Some(0),
+                "",
+                "",
+                Outcome::Failed {
+                    error: "the agent exited with status 0".into(),
+                },
+            ),
+            // stream-json style: the last result line counts.
+            (
+                Some(0),
+                &stream,
+                "",
+                Outcome::Done {
+                    result: "all green".into(),
+                },
+            ),
+        ];
+        for (exit, out, err, want) in rows {
+            assert_eq!(outcome(exit, out, err), want, "{exit:?} {out:?}");
+        }
+    }
+
+    #[test]
+    fn results_are_bounded() {
+        let long = "x".repeat(WORKER_DETAIL_CAP * 2);
+        let b = bounded(&long);
+        assert_eq!(b.chars().count(), WORKER_DETAIL_CAP);
+        assert!(b.ends_with('…'));
+        assert_eq!(bounded("short"), "short");
+    }
+
+    #[test]
+    fn the_claude_json_keeps_only_login_keys() {
+        let account = json!({
+            "oauthAccount": {"emailAddress": "a@b"},
+            "userID": "u1",
+            "hasCompletedOnboarding": true,
+            "projects": {"/home/x": {"history": ["secret plan"]}},
+            "cachedStatsig": {},
+        });
+        assert_eq!(
+            seed_claude_json(&account),
+            json!({"oauthAccount": {"emailAddress": "a@b"}, "userID": "u1",
+                   "hasCompletedOnboarding": true})
+        );
+        assert_eq!(seed_claude_json(&json!([1])), json!({}));
+    }
+
+    #[test]
+    fn a_scratch_home_gets_credentials_and_nothing_of_the_home() {
+        let account = tempfile::tempdir().unwrap();
+        let scratch = tempfile::tempdir().unwrap();
+        let a = account.path();
+        std::fs::create_dir_all(a.join(".claude/projects/p")).unwrap();
+        std::fs::write(a.join(".claude/.credentials.json"), "{\"t\":1}").unwrap();
+        std::fs::write(a.join(".claude/projects/p/s.jsonl"), "{}").unwrap();
+        std::fs::write(a.join(".claude/settings.json"), "{}").unwrap();
+        std::fs::write(a.join(".claude.json"), r#"{"userID":"u","projects":{}}"#).unwrap();
+        let s = scratch.path().join("home");
+        seed_scratch_home(a, &s, AgentKind::Claude).unwrap();
+        let mut files: Vec<String> = walk(&s)
+            .into_iter()
+            .map(|p| p.strip_prefix(&s).unwrap().display().to_string())
+            .collect();
+        files.sort();
+        assert_eq!(files, [".claude.json", ".claude/.credentials.json"]);
+        assert_eq!(
+            std::fs::read_to_string(s.join(".claude.json"))
+                .unwrap()
+                .trim(),
+            "{\n  \"userID\": \"u\"\n}"
+        );
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(s.join(".claude/.credentials.json"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+        // An account with nothing to copy (an API key) seeds nothing.
+        let empty = tempfile::tempdir().unwrap();
+        let s2 = scratch.path().join("h2");
+        assert!(
+            seed_scratch_home(empty.path(), &s2, AgentKind::CursorAgent)
+                .unwrap()
+                .is_empty()
+        );
+    }
+
+    fn walk(d: &Path) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        for e in std::fs::read_dir(d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                out.extend(walk(&p));
+            } else {
+                out.push(p);
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn the_worker_env_moves_home_and_drops_the_config_dir() {
+        let mut base = BTreeMap::new();
+        base.insert("HOME".to_string(), "/acct".to_string());
+        base.insert("CLAUDE_CONFIG_DIR".to_string(), "/acct/.claude".to_string());
+        base.insert("ANTHROPIC_BASE_URL".to_string(), "http://x".to_string());
+        let (env, removed) = worker_env(&base, Path::new("/w/home"));
+        assert_eq!(env.get("HOME").map(String::as_str), Some("/w/home"));
+        assert_eq!(env.get("CLAUDE_CONFIG_DIR"), None);
+        assert_eq!(
+            env.get("ANTHROPIC_BASE_URL").map(String::as_str),
+            Some("http://x")
+        );
+        assert_eq!(removed, ["CLAUDE_CONFIG_DIR"]);
+    }
+
+    #[test]
+    fn only_a_workers_own_supervisor_is_recognised() {
+        let line = |s: &str| s.replace(' ', "\0").into_bytes();
+        let rows = [
+            ("/x/hoop worker run --home bolt --card 12", 12, true),
+            ("/x/hoop worker run --home bolt --card 12", 1, false),
+            ("/x/hoop worker run --home bolt --card 123", 12, false),
+            ("/x/hoop sentinel run --home bolt --card 12", 12, false),
+            ("sleep 12", 12, false),
+            ("", 12, false),
+        ];
+        for (cmd, card, want) in rows {
+            assert_eq!(supervisor_cmdline(&line(cmd), card), want, "{cmd} / {card}");
+        }
+    }
+
+    #[test]
+    fn tree_table() {
+        // 10 → 11 → 12 (its own group, as the CLI's Bash), 10 → 13; 20 apart.
+        let pairs = [(11, 10), (12, 11), (13, 10), (20, 1), (21, 20)];
+        assert_eq!(tree(&pairs, 10), [10, 11, 13, 12]);
+        assert_eq!(tree(&pairs, 12), [12]);
+        assert_eq!(tree(&pairs, 99), [99]);
+        // A cycle in a racy table never loops.
+        assert_eq!(tree(&[(1, 2), (2, 1)], 1), [1, 2]);
+    }
+
+    #[test]
+    fn the_live_tree_of_a_real_process_holds_its_children() {
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "sleep 30 & sleep 30; wait"])
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while process_tree(pid).len() < 3 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{:?}",
+                process_tree(pid)
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let kids = process_tree(pid);
+        assert!(kids.len() >= 3, "{kids:?}");
+        // Not a group leader: only the tree walk reaches the children. (The
+        // shell stays a zombie until it is waited for, so the answer is not
+        // looked at; each process is, below.)
+        let _ = rt.block_on(stop_group(pid));
+        let _ = child.wait();
+        for p in kids {
+            assert!(!process_alive(p), "{p} survived");
+        }
+    }
+
+    #[test]
+    fn agent_words_round_trip() {
+        for a in [AgentKind::Claude, AgentKind::CursorAgent] {
+            assert_eq!(AgentKind::parse(a.word()), Some(a));
+        }
+        assert_eq!(AgentKind::parse("codex"), None);
+    }
+}
