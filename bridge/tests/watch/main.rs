@@ -380,8 +380,7 @@ async fn a_new_card_rings_as_assigned_within_six_rounds() {
             task: AssignTask {
                 title: "ship it".into(),
                 assignee_id: Some(w.bolt.id),
-                parent_id: None,
-                message_id: None,
+                ..Default::default()
             },
             creator_id: Some(w.ann.id),
         })
