@@ -70,3 +70,33 @@ async fn the_stream_takes_mcp_keys_only_and_carries_the_accounts_events() {
     let quiet = tokio::time::timeout(Duration::from_millis(500), s.next()).await;
     assert!(quiet.is_err(), "{quiet:?}");
 }
+
+#[tokio::test]
+async fn every_request_is_counted_and_the_operator_can_read_the_count() {
+    let srv = Srv::start().await;
+    let before = srv.run.requests();
+    for _ in 0..3 {
+        let _ = srv.get(None, routes::ME).await;
+    }
+    assert_eq!(srv.run.requests(), before + 3, "refused ones count too");
+    let r = srv
+        .http
+        .get(format!("{}{}", srv.base, routes::admin::STATS))
+        .bearer_auth(&srv.run.admin_token)
+        .send()
+        .await
+        .unwrap();
+    let v: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(
+        v["requests"],
+        before + 4,
+        "the stats request itself included"
+    );
+    let r = srv
+        .http
+        .get(format!("{}{}", srv.base, routes::admin::STATS))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 401, "operator only");
+}
