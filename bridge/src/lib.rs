@@ -6,8 +6,13 @@
 //! claims), `window` (the one ownership rule `handles` and the sync
 //! transitions), `detect` (what is new, the filters in order, the exact
 //! line, the 20-line cap), `health` (down / recovered), `state` (baselines,
-//! dedup memory, atomic save). The shell: `watch` (one round against the
-//! MCP endpoint). Time is injected (`clock`).
+//! dedup memory, atomic save), `drive::PushSchedule` (what a push round
+//! calls), `codex::next_action` (pending → handed → received → alert). The
+//! shells: `watch` (one round against the MCP endpoint, with a plan),
+//! `drive` (the one loop: polling, or rounds on the backend's event stream
+//! when offered), `channel` (`hoop bridge channel`, a stdio MCP server for
+//! Claude Code's channels with the `reply` tool over `hoop_api::send`),
+//! `codex` (pending store, receipts, handover). Time is injected (`clock`).
 
 pub mod channel;
 pub mod clock;

@@ -448,6 +448,7 @@ impl Watcher {
             return vec![];
         }
         evs.into_iter()
+            // A card lives in a workroom: the room's window takes it.
             .filter(|(_, c)| self.handles(c.conversation_id))
             .map(|(k, c)| detect::card_event(k, c))
             .collect()

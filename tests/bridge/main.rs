@@ -379,3 +379,98 @@ fn a_second_ack_of_the_same_event_is_refused() {
         "{again:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn watch_for_codex_keeps_the_event_pending_until_acked() {
+    let b = backend().await;
+    let bolt = user(&b, "bolt", true).await;
+    let ann = user(&b, "ann", false).await;
+    let room = b
+        .admin
+        .create_conversation(&CreateConversation {
+            title: "dm".into(),
+            is_workroom: false,
+            member_ids: vec![bolt.id, ann.id],
+        })
+        .await
+        .unwrap();
+    let key = b.admin.mint_mcp_key(bolt.id).await.unwrap().key;
+    let dir = tempfile::tempdir().unwrap();
+    let key_file = dir.path().join("key");
+    std::fs::write(&key_file, &key).unwrap();
+    // A stand-in codex: records its arguments, accepts.
+    let calls = dir.path().join("calls");
+    let script = dir.path().join("codex-standin");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nprintf '%s|' \"$@\" >> {}\necho >> {0}\n",
+            calls.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut cmd = watch_cmd(&b, &bolt, &key_file, dir.path());
+    cmd.args(["--client", "codex", "--thread", "T1", "--codex-cmd"])
+        .arg(format!(
+            "{} queue --thread {{thread}} --message {{text}}",
+            script.display()
+        ));
+    let child = Reaped(cmd.spawn().unwrap());
+    let state = dir.path().join("state-default.json");
+    let start = Instant::now();
+    while !state.exists() {
+        assert!(start.elapsed() < WAIT, "the watcher never wrote its state");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let m = b
+        .admin
+        .post_as(
+            room.id,
+            &PostAs {
+                sender_id: ann.id,
+                message: SendMessage {
+                    body: "for codex".into(),
+                    mentions: vec![],
+                },
+                kind: Default::default(),
+            },
+        )
+        .await
+        .unwrap();
+    let pending = dir
+        .path()
+        .join("codex")
+        .join("pending")
+        .join(format!("m{}.json", m.id));
+    let start = Instant::now();
+    loop {
+        let text = std::fs::read_to_string(&calls).unwrap_or_default();
+        if text.contains(&format!("message_id={}", m.id)) {
+            assert!(
+                text.starts_with("queue|--thread|T1|--message|🔔 @ann in dm: for codex"),
+                "{text}"
+            );
+            break;
+        }
+        assert!(
+            start.elapsed() < WAIT,
+            "codex was never called: {text:?}; pending: {:?}",
+            std::fs::read_dir(dir.path().join("codex").join("pending")).map(|d| d
+                .filter_map(Result::ok)
+                .map(|e| e.file_name())
+                .collect::<Vec<_>>())
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    drop(child);
+    let p: serde_json::Value = serde_json::from_slice(&std::fs::read(&pending).unwrap()).unwrap();
+    assert!(p["delivered_at"].is_i64(), "accepted, still pending: {p}");
+    let out = Command::new(env!("CARGO_BIN_EXE_hoop"))
+        .args(["bridge", "ack", &format!("m{}", m.id), "--state-dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+}

@@ -362,7 +362,15 @@ async fn an_expired_key_stops_with_key_rejected() {
 #[tokio::test]
 async fn a_new_card_rings_as_assigned_within_six_rounds() {
     let w = World::new().await;
-    let room = w.room("work", &[&w.bolt, &w.ann]).await;
+    let room = w
+        .admin
+        .create_conversation(&hoop_api::admin::CreateConversation {
+            title: "work".into(),
+            is_workroom: true,
+            member_ids: vec![w.bolt.id, w.ann.id],
+        })
+        .await
+        .unwrap();
     let mut b = w.watcher(w.config("s1", &[], true));
     b.round().await.unwrap();
     let card = w

@@ -7,6 +7,7 @@ mod auth;
 mod bad_input;
 mod cards;
 mod conn;
+mod events;
 mod mcp;
 mod messages;
 mod presence_usage;
