@@ -315,21 +315,14 @@ fn insert_agent(
     owner: Option<UserId>,
 ) -> ApiResult<User> {
     let email = format!("{username}@{}", constants::AGENT_EMAIL_DOMAIN);
-    let r = c.execute(
+    let id = insert_unique(
+        c,
         "INSERT INTO users (email, username, nickname, is_agent, fixed_otp, active, owner_id, \
          created_at) VALUES (?1, ?2, ?3, 1, ?4, 1, ?5, ?6)",
         params![email, username, nickname, fixed_otp, owner, now],
-    );
-    match r {
-        Err(e) if is_unique_violation(&e) => {
-            return Err(ApiError::conflict(
-                codes::CONFLICT,
-                format!("an account named {username:?} exists; choose another name"),
-            ));
-        }
-        r => r?,
-    };
-    load_user(c, c.last_insert_rowid())?.ok_or_else(ApiError::internal)
+        || format!("an account named {username:?} exists; choose another name"),
+    )?;
+    load_user(c, id)?.ok_or_else(ApiError::internal)
 }
 
 /// The caller must be the approved owner of the reinforcement account
@@ -439,6 +432,24 @@ pub(crate) fn gate_error(e: GateError) -> ApiError {
 fn is_unique_violation(e: &rusqlite::Error) -> bool {
     matches!(e, rusqlite::Error::SqliteFailure(f, _)
         if f.code == rusqlite::ErrorCode::ConstraintViolation)
+}
+
+/// Run an INSERT whose unique constraint means "already exists": a
+/// violation becomes 409 `conflict` with `taken`'s words; the new row's id
+/// otherwise.
+fn insert_unique(
+    c: &Connection,
+    sql: &str,
+    params: impl rusqlite::Params,
+    taken: impl FnOnce() -> String,
+) -> ApiResult<i64> {
+    match c.execute(sql, params) {
+        Err(e) if is_unique_violation(&e) => Err(ApiError::conflict(codes::CONFLICT, taken())),
+        r => {
+            r?;
+            Ok(c.last_insert_rowid())
+        }
+    }
 }
 
 const USER_COLS: &str = "id, email, username, nickname, is_agent";
@@ -798,21 +809,13 @@ impl Store {
             return Err(ApiError::bad_request("email and username are required"));
         }
         let tx = self.conn.transaction()?;
-        let r = tx.execute(
+        let id = insert_unique(
+            &tx,
             "INSERT INTO users (email, username, nickname, is_agent, fixed_otp, created_at) \
              VALUES (?1, ?2, ?3, ?4, ?4, ?5)",
             params![email, username, req.nickname, req.is_agent, now],
-        );
-        match r {
-            Err(e) if is_unique_violation(&e) => {
-                return Err(ApiError::conflict(
-                    codes::CONFLICT,
-                    "a user with this email or username exists",
-                ));
-            }
-            r => r?,
-        };
-        let id = tx.last_insert_rowid();
+            || "a user with this email or username exists".into(),
+        )?;
         let user = load_user(&tx, id)?.ok_or_else(ApiError::internal)?;
         tx.commit()?;
         Ok(user)
@@ -1262,21 +1265,17 @@ impl Store {
             (Some(limits::FIXED_LOGIN_CODE.to_string()), None, None)
         };
         let machine = req.machine.clone().unwrap_or_default();
-        match tx.execute(
+        insert_unique(
+            &tx,
             "INSERT INTO installations (user_id, machine, name, created_at) VALUES (?1, ?2, ?3, ?4)",
             params![user.id, machine, req.name, now],
-        ) {
-            Err(e) if is_unique_violation(&e) => {
-                return Err(ApiError::conflict(
-                    codes::CONFLICT,
-                    format!(
-                        "a home named {:?} is already installed on this machine",
-                        req.name
-                    ),
-                ));
-            }
-            r => r?,
-        };
+            || {
+                format!(
+                    "a home named {:?} is already installed on this machine",
+                    req.name
+                )
+            },
+        )?;
         trip(&mut self.faults, FaultPoint::RedeemBeforeCommit)?;
         tx.commit()?;
         Ok(RedeemResponse {
@@ -1302,21 +1301,13 @@ impl Store {
     ) -> ApiResult<ReinforceApplication> {
         let name = rules::reinforcement_name(&req.name).map_err(ApiError::bad_request)?;
         let tx = self.conn.transaction()?;
-        let r = tx.execute(
+        let id = insert_unique(
+            &tx,
             "INSERT INTO reinforce_applications (applicant_id, name, nickname, status, created_at) \
              VALUES (?1, ?2, ?3, 'pending', ?4)",
             params![applicant, name, req.nickname, now],
-        );
-        match r {
-            Err(e) if is_unique_violation(&e) => {
-                return Err(ApiError::conflict(
-                    codes::CONFLICT,
-                    "you already have a pending application",
-                ));
-            }
-            r => r?,
-        };
-        let id = tx.last_insert_rowid();
+            || "you already have a pending application".into(),
+        )?;
         let app = tx.query_row(
             &format!("SELECT {APPLICATION_COLS} FROM reinforce_applications WHERE id = ?1"),
             [id],

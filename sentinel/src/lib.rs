@@ -23,3 +23,6 @@ pub mod switches;
 pub mod tasks;
 pub mod usage;
 pub mod worker;
+
+#[cfg(test)]
+mod test_support;

@@ -558,24 +558,11 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// A worker's sub-card (of card 1).
     fn card(id: CardId, status: CardStatus) -> Card {
         Card {
-            id,
-            title: "t".into(),
-            status,
-            assignee_id: Some(1),
             parent_id: Some(1),
-            conversation_id: 7,
-            message_id: None,
-            error: None,
-            result: None,
-            result_message_id: None,
-            lease_expires_at: None,
-            tokens_in: None,
-            tokens_cached_in: None,
-            tokens_out: None,
-            created_at: 0,
-            updated_at: 0,
+            ..crate::test_support::card(id, status)
         }
     }
 

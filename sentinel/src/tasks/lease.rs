@@ -215,26 +215,7 @@ pub fn verdict(answer: &Result<LeaseResponse, Error>) -> Verdict {
 mod tests {
     use super::*;
 
-    fn card(id: CardId, status: CardStatus) -> Card {
-        Card {
-            id,
-            title: "t".into(),
-            status,
-            assignee_id: Some(1),
-            parent_id: None,
-            conversation_id: 7,
-            message_id: None,
-            error: None,
-            result: None,
-            result_message_id: None,
-            lease_expires_at: None,
-            tokens_in: None,
-            tokens_cached_in: None,
-            tokens_out: None,
-            created_at: 0,
-            updated_at: 0,
-        }
-    }
+    use crate::test_support::card;
 
     #[test]
     fn verdict_table() {
