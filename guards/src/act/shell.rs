@@ -855,7 +855,10 @@ fn append_value(node: Node<'_>, src: &str, w: &mut Word) {
                 match child.kind() {
                     "string_content" => unescape_dquoted(text(child, src), &mut w.text),
                     _ => match static_output(child, src) {
-                        Some(out) => w.text.push_str(&out),
+                        Some(out) => {
+                            w.text.push_str(&out.text);
+                            w.dynamic |= out.dynamic;
+                        }
                         None => {
                             w.text.push_str(text(child, src));
                             w.dynamic = true;
@@ -883,7 +886,10 @@ fn append_value(node: Node<'_>, src: &str, w: &mut Word) {
             }
         }
         _ => match static_output(node, src) {
-            Some(out) => w.text.push_str(&out),
+            Some(out) => {
+                w.text.push_str(&out.text);
+                w.dynamic |= out.dynamic;
+            }
             None => {
                 w.text.push_str(t);
                 w.dynamic = true;
@@ -893,10 +899,11 @@ fn append_value(node: Node<'_>, src: &str, w: &mut Word) {
 }
 
 /// What a command substitution prints when it can be known without running
-/// anything: `$(echo …)` or `$(printf FORMAT …)` over literal words only
-/// (`eval "$(echo rm -rf x)"` runs `rm -rf x`). Anything else is `None`
-/// (the word stays dynamic).
-fn static_output(node: Node<'_>, src: &str) -> Option<String> {
+/// anything: `$(echo …)` or `$(printf FORMAT …)` (`eval "$(echo rm -rf x)"`
+/// runs `rm -rf x`). An expansion among echo's words stays as written
+/// (`$(echo rm -rf "$HOME")` prints `rm -rf $HOME`) and makes the output
+/// dynamic; anything else is `None` (the word stays dynamic).
+fn static_output(node: Node<'_>, src: &str) -> Option<Word> {
     if node.kind() != "command_substitution" {
         return None;
     }
@@ -910,6 +917,7 @@ fn static_output(node: Node<'_>, src: &str) -> Option<String> {
         return None;
     }
     let mut words = Vec::new();
+    let mut dynamic = false;
     let mut cursor = cmd.walk();
     for child in cmd.named_children(&mut cursor) {
         let w = match child.kind() {
@@ -919,19 +927,21 @@ fn static_output(node: Node<'_>, src: &str) -> Option<String> {
             }
             _ => return None, // redirections, assignments, expansions
         };
-        if w.dynamic {
-            return None;
-        }
+        dynamic |= w.dynamic;
         words.push(w.text);
     }
     let (name, args) = words.split_first()?;
     let printed = match name.as_str() {
         "echo" => echo_output(args),
-        "printf" => printf_output(args)?,
+        // A format or argument not known here is not followed.
+        "printf" if !dynamic => printf_output(args)?,
         _ => return None,
     };
     // A command substitution drops trailing newlines.
-    Some(printed.trim_end_matches('\n').to_string())
+    Some(Word {
+        text: printed.trim_end_matches('\n').to_string(),
+        dynamic,
+    })
 }
 
 /// bash's builtin `echo`: leading `-n` / `-e` / `-E` clusters are options.
