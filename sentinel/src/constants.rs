@@ -70,3 +70,11 @@ pub const WORKER_STOP_GRACE: std::time::Duration = std::time::Duration::from_sec
 pub const WORKER_POLL: std::time::Duration = std::time::Duration::from_secs(10);
 /// A worker's agent runs at most this long; heavy work, but never forever.
 pub const WORKER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2 * 3600);
+/// How often the orphan keeper looks for live processes a finished turn
+/// left to the daemon (an exited one is reaped at once, on SIGCHLD):
+/// adoption sends no signal, so a leftover lives at most this long after
+/// its turn; a `/proc` walk every few seconds costs nothing measurable.
+pub const ORPHAN_TICK: Duration = Duration::from_secs(5);
+/// A leftover gets this long after SIGTERM before SIGKILL (the same bound
+/// as a stopped worker: a tool that traps SIGTERM must still go).
+pub const ORPHAN_STOP_GRACE: Duration = Duration::from_secs(5);

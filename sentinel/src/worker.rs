@@ -24,7 +24,6 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use hoop_api::types::{Card, CardId, CardStatus, ConversationId};
 use hoop_core::fsutil::{self, WriteOptions};
@@ -211,7 +210,7 @@ pub fn live_workers(home: &Home) -> Vec<LiveWorker> {
         .filter_map(|r| {
             let pid = r
                 .pid
-                .filter(|p| process_alive(*p) && is_supervisor(*p, r.card_id))?;
+                .filter(|p| crate::proctree::is_live(*p) && is_supervisor(*p, r.card_id))?;
             Some(LiveWorker {
                 card_id: r.card_id,
                 parent_id: r.parent_id,
@@ -455,102 +454,39 @@ pub fn is_supervisor(pid: u32, card: CardId) -> bool {
     }
 }
 
+/// Whether `pid` is some worker's supervisor, by its command line (the
+/// orphan rules never stop one: a worker outlives the turn that spawned
+/// it). False where the command line cannot be read.
+pub fn is_any_supervisor(pid: u32) -> bool {
+    std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|raw| supervisor_card(&raw).is_some())
+}
+
 /// `hoop worker run … --card <card>` in a NUL-separated command line.
 pub fn supervisor_cmdline(raw: &[u8], card: CardId) -> bool {
+    supervisor_card(raw) == Some(card)
+}
+
+/// The card of a `hoop worker run … --card <card>` command line (also
+/// behind a `systemd-run … --` wrapper, whose arguments name it too).
+pub fn supervisor_card(raw: &[u8]) -> Option<CardId> {
     let args: Vec<&[u8]> = raw.split(|b| *b == 0).collect();
-    let card = card.to_string();
-    args.windows(2)
+    if !args
+        .windows(2)
         .any(|w| w == [b"worker".as_slice(), b"run".as_slice()])
-        && args
-            .windows(2)
-            .any(|w| w[0] == b"--card".as_slice() && w[1] == card.as_bytes())
-}
-
-/// Whether `pid` is a live process (signal 0).
-pub fn process_alive(pid: u32) -> bool {
-    let Ok(raw) = i32::try_from(pid) else {
-        return false;
-    };
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(raw), None).is_ok()
-}
-
-/// `root` and every process below it, parents first, from `(pid, ppid)`
-/// pairs. The agent CLI starts its tool commands in process groups of their
-/// own, so a worker is stopped by its tree, not only by its group.
-pub fn tree(pairs: &[(u32, u32)], root: u32) -> Vec<u32> {
-    let mut out = vec![root];
-    let mut i = 0;
-    while i < out.len() {
-        let parent = out[i];
-        for (pid, ppid) in pairs {
-            if *ppid == parent && !out.contains(pid) {
-                out.push(*pid);
-            }
-        }
-        i += 1;
+    {
+        return None;
     }
-    out
+    args.windows(2)
+        .find(|w| w[0] == b"--card".as_slice())
+        .and_then(|w| std::str::from_utf8(w[1]).ok()?.parse().ok())
 }
 
-/// `(pid, ppid)` of every process (Linux `/proc`; empty elsewhere, where
-/// the process group is all that is stopped).
-fn process_table() -> Vec<(u32, u32)> {
-    let Ok(rd) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    rd.filter_map(Result::ok)
-        .filter_map(|e| {
-            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
-            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
-            // `pid (comm) state ppid …`: comm may hold spaces and parens.
-            let rest = &stat[stat.rfind(')')? + 1..];
-            let ppid = rest.split_whitespace().nth(1)?.parse().ok()?;
-            Some((pid, ppid))
-        })
-        .collect()
-}
-
-/// The live processes of a worker: its supervisor and everything below it.
-pub fn process_tree(pid: u32) -> Vec<u32> {
-    tree(&process_table(), pid)
-        .into_iter()
-        .filter(|p| process_alive(*p))
-        .collect()
-}
-
-/// Stop a worker: its supervisor's process group and every process below
-/// it (taken before the first signal, as orphans lose their parent), with
-/// SIGTERM, then SIGKILL after [`WORKER_STOP_GRACE`]. Returns whether all
-/// are gone.
-pub async fn stop_group(pgid: u32) -> bool {
-    use nix::sys::signal::{Signal, kill, killpg};
-    use nix::unistd::Pid;
-    let Ok(raw) = i32::try_from(pgid) else {
-        return false;
-    };
-    let pids: Vec<Pid> = process_tree(pgid)
-        .into_iter()
-        .filter_map(|p| i32::try_from(p).ok().map(Pid::from_raw))
-        .collect();
-    let group = Pid::from_raw(raw);
-    let signal_all = |sig: Signal| {
-        let _ = killpg(group, sig);
-        for p in &pids {
-            let _ = kill(*p, sig);
-        }
-    };
-    let all_gone = || killpg(group, None).is_err() && pids.iter().all(|p| kill(*p, None).is_err());
-    signal_all(Signal::SIGTERM);
-    let deadline = tokio::time::Instant::now() + WORKER_STOP_GRACE;
-    while tokio::time::Instant::now() < deadline {
-        if all_gone() {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    signal_all(Signal::SIGKILL);
-    tokio::time::sleep(Duration::from_millis(50)).await;
-    all_gone()
+/// Stop a worker: its supervisor and every process below it (the agent
+/// and the tool commands it runs in groups of their own), through the one
+/// tree stop ([`crate::proctree::stop_tree`]), SIGKILL after
+/// [`WORKER_STOP_GRACE`]. Returns whether all are gone.
+pub async fn stop(pid: u32) -> bool {
+    crate::proctree::stop_tree(pid, WORKER_STOP_GRACE).await
 }
 
 #[cfg(test)]
@@ -782,53 +718,24 @@ mod tests {
             ("/x/hoop sentinel run --home bolt --card 12", 12, false),
             ("sleep 12", 12, false),
             ("", 12, false),
+            (
+                "systemd-run --user --scope --unit=hoop-worker-bolt-12 -- /x/hoop worker run --home bolt --card 12",
+                12,
+                true,
+            ),
+            ("/x/hoop worker run --home bolt --card x12", 12, false),
         ];
         for (cmd, card, want) in rows {
             assert_eq!(supervisor_cmdline(&line(cmd), card), want, "{cmd} / {card}");
         }
-    }
-
-    #[test]
-    fn tree_table() {
-        // 10 → 11 → 12 (its own group, as the CLI's Bash), 10 → 13; 20 apart.
-        let pairs = [(11, 10), (12, 11), (13, 10), (20, 1), (21, 20)];
-        assert_eq!(tree(&pairs, 10), [10, 11, 13, 12]);
-        assert_eq!(tree(&pairs, 12), [12]);
-        assert_eq!(tree(&pairs, 99), [99]);
-        // A cycle in a racy table never loops.
-        assert_eq!(tree(&[(1, 2), (2, 1)], 1), [1, 2]);
-    }
-
-    #[test]
-    fn the_live_tree_of_a_real_process_holds_its_children() {
-        let mut child = std::process::Command::new("sh")
-            .args(["-c", "sleep 30 & sleep 30; wait"])
-            .spawn()
-            .unwrap();
-        let pid = child.id();
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        while process_tree(pid).len() < 3 {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "{:?}",
-                process_tree(pid)
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        let kids = process_tree(pid);
-        assert!(kids.len() >= 3, "{kids:?}");
-        // Not a group leader: only the tree walk reaches the children. (The
-        // shell stays a zombie until it is waited for, so the answer is not
-        // looked at; each process is, below.)
-        let _ = rt.block_on(stop_group(pid));
-        let _ = child.wait();
-        for p in kids {
-            assert!(!process_alive(p), "{p} survived");
-        }
+        assert_eq!(
+            supervisor_card(&line("/x/hoop worker run --card 7")),
+            Some(7)
+        );
+        assert_eq!(
+            supervisor_card(&line("/x/hoop worker spawn --card 7")),
+            None
+        );
     }
 
     #[test]

@@ -29,7 +29,7 @@ struct ReapWorkers(hoop_core::home::Home);
 impl Drop for ReapWorkers {
     fn drop(&mut self) {
         for w in worker::live_workers(&self.0) {
-            for p in worker::process_tree(w.pid) {
+            for p in hoop_sentinel::proctree::live_tree(w.pid) {
                 let _ = Command::new("kill")
                     .args(["-KILL", &p.to_string()])
                     .status();
@@ -304,9 +304,9 @@ async fn the_sentinels_agent_spawns_a_worker_and_the_parents_finish_stops_it() {
     .await;
     // The worker's processes: the supervisor, the CLI, and the Bash command
     // it runs in a process group of its own.
-    let mut procs = worker::process_tree(pid);
+    let mut procs = hoop_sentinel::proctree::live_tree(pid);
     until("the worker's Bash command runs", || {
-        procs = worker::process_tree(pid);
+        procs = hoop_sentinel::proctree::live_tree(pid);
         let sleeping = procs.iter().any(|p| {
             std::fs::read_to_string(format!("/proc/{p}/cmdline"))
                 .is_ok_and(|c| c.starts_with("sleep\x00297"))
@@ -334,7 +334,7 @@ async fn the_sentinels_agent_spawns_a_worker_and_the_parents_finish_stops_it() {
     assert!(line.contains("cancelled"), "{line}");
     for p in procs {
         until(&format!("worker process {p} is gone"), || async move {
-            !worker::process_alive(p)
+            !hoop_sentinel::proctree::is_live(p)
         })
         .await;
     }

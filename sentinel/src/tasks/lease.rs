@@ -112,7 +112,7 @@ async fn keep_workers(
                 }
             }
             Watch::Stop { why } => {
-                let gone = worker::stop_group(w.pid).await;
+                let gone = worker::stop(w.pid).await;
                 if let Ok(mut r) = worker::read_record(home, w.card_id) {
                     r.state = WorkerState::Stopped;
                     r.ended_at = Some(hoop_core::clock::now_unix());

@@ -149,6 +149,7 @@ async fn prescan(p: &Patrol, dir: &Path, env: &BTreeMap<String, String>) -> Pres
         Err(e) => return PrescanRun::NotStarted(e.to_string()),
     };
     let pid = child.id();
+    let _own = pid.map(crate::proctree::own);
     let (Some(out), Some(err)) = (child.stdout.take(), child.stderr.take()) else {
         return PrescanRun::NotStarted("no pipes".into());
     };
