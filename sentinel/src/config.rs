@@ -28,7 +28,8 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::constants::{
-    HEARTBEAT_RETRY, NEW_ROOM_BACKLOG, REAPER_TICK, SENTINEL_CONFIG_FILE, WORKER_POLL,
+    HEARTBEAT_RETRY, HOOK_STATUS_KEEP, NEW_ROOM_BACKLOG, REAPER_TICK, SENTINEL_CONFIG_FILE,
+    WORKER_POLL,
 };
 
 #[derive(Debug, Error)]
@@ -67,6 +68,10 @@ pub struct SentinelFile {
     pub idle_reap_sec: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub new_room_backlog_sec: Option<u64>,
+    /// How long a worker run's hook-status projection is kept after its
+    /// end signal (default [`HOOK_STATUS_KEEP`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hook_status_keep_sec: Option<u64>,
     /// Extra environment for the agent process.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub env: BTreeMap<String, String>,
@@ -177,6 +182,7 @@ pub struct SentinelConfig {
     pub turn_timeout: Duration,
     pub idle_reap: Duration,
     pub new_room_backlog: Duration,
+    pub hook_status_keep: Duration,
     pub env: BTreeMap<String, String>,
     pub timings: Timings,
     /// Validated patrols (see [`SentinelConfig::load`]).
@@ -211,6 +217,9 @@ impl SentinelConfig {
             new_room_backlog: f
                 .new_room_backlog_sec
                 .map_or(NEW_ROOM_BACKLOG, Duration::from_secs),
+            hook_status_keep: f
+                .hook_status_keep_sec
+                .map_or(HOOK_STATUS_KEEP, Duration::from_secs),
             env: f.env,
             timings: Timings::from_file(f.timings.as_ref()),
         }

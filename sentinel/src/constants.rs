@@ -78,3 +78,27 @@ pub const ORPHAN_TICK: Duration = Duration::from_secs(5);
 /// A leftover gets this long after SIGTERM before SIGKILL (the same bound
 /// as a stopped worker: a tool that traps SIGTERM must still go).
 pub const ORPHAN_STOP_GRACE: Duration = Duration::from_secs(5);
+/// The last bytes of a worker's log kept in its record when the log is
+/// removed, and carried by an orphaned card's failure: enough for the
+/// error a crashed run printed last.
+pub const WORKER_LOG_TAIL_BYTES: usize = 2048;
+/// A worker's finish that did not land is tried again after this long,
+/// doubling up to [`WORKER_FINISH_RETRY_MAX`] (a backend restart takes
+/// seconds; a longer outage is retried about twice a minute).
+pub const WORKER_FINISH_RETRY_START: Duration = Duration::from_secs(1);
+pub const WORKER_FINISH_RETRY_MAX: Duration = Duration::from_secs(30);
+/// The supervisor keeps trying its finish this long; past it the finish
+/// stays in the worker's record and the sentinel lands it (a supervisor
+/// must not linger for ever, the text must not be lost).
+pub const WORKER_FINISH_PATIENCE: Duration = Duration::from_secs(15 * 60);
+/// After a worker's agent exited and its tree was stopped, its output
+/// pipes are read at most this much longer (what is buffered is there at
+/// once; a pipe still open after the stop is held by nothing of ours).
+pub const WORKER_PIPE_DRAIN: Duration = Duration::from_secs(2);
+/// Of a worker agent's stdout and stderr, the last this many bytes are
+/// kept (the JSON result comes last; the card takes 4,000 characters).
+pub const WORKER_OUTPUT_KEEP_BYTES: usize = 1024 * 1024;
+/// A worker run's hook-status projection is removed this long after its
+/// end signal (`hook_status_keep_sec` in `sentinel.json`): `hoop status`
+/// shows live workers only, and an hour leaves time to read why one ended.
+pub const HOOK_STATUS_KEEP: Duration = Duration::from_secs(3600);

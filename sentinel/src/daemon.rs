@@ -264,6 +264,7 @@ where
             listener,
             runtime,
             home.name.clone(),
+            cfg.hook_status_keep,
         ));
     }
     set.spawn(tasks::lease::run(
@@ -288,6 +289,8 @@ where
         Ok(mut a) => a.stop().await,
         Err(_) => tracing::warn!("a turn is still running; its process ends with ours"),
     }
+    // No address is published for a lane nothing serves.
+    hoop_guards::lane::unpublish_endpoint(&hoop_guards::lane::runtime_dir(&home), &home.name);
     // What the agent's tree left to us goes with us (workers stay).
     crate::proctree::stop_adopted(
         crate::worker::is_any_supervisor,

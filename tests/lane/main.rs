@@ -43,6 +43,7 @@ impl World {
             listener,
             runtime.clone(),
             MISSION.into(),
+            hoop_sentinel::constants::HOOK_STATUS_KEEP,
         ));
         World {
             _dir: dir,
