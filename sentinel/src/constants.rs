@@ -102,3 +102,20 @@ pub const WORKER_OUTPUT_KEEP_BYTES: usize = 1024 * 1024;
 /// end signal (`hook_status_keep_sec` in `sentinel.json`): `hoop status`
 /// shows live workers only, and an hour leaves time to read why one ended.
 pub const HOOK_STATUS_KEEP: Duration = Duration::from_secs(3600);
+/// A patrol span whose round did not land is offered again this many times
+/// (seed 000: "after two replays and an hour the first lost round's content
+/// is skipped") before it may be skipped…
+pub const PATROL_REPLAYS: u32 = 2;
+/// …and only once this long has passed since its first failure (seed 000:
+/// an hour), so a passing outage never costs findings.
+pub const PATROL_SKIP_AFTER: Duration = Duration::from_secs(3600);
+/// A brief names at most this many skipped spans (the newest; the count of
+/// the rest), so the digest never crowds out the findings.
+pub const PATROL_DIGEST_SPANS: usize = 5;
+/// A prescan may print at most this much: a day of findings is kilobytes,
+/// and a megabyte is some sixty briefs. More is a failed prescan (its
+/// cursor is not trusted), never a silent cut that would lose findings.
+pub const PATROL_OUTPUT_CAP_BYTES: usize = 1024 * 1024;
+/// After a prescan exited, its output is read at most this much longer (a
+/// child it left behind may hold the pipe open; its group is stopped).
+pub const PATROL_DRAIN: Duration = Duration::from_secs(2);

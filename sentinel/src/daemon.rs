@@ -241,6 +241,7 @@ where
             cfg.patrols.clone(),
             fire_tx,
             in_flight.clone(),
+            cfg.timings.patrol_skip_after,
         ));
         Some(tasks::cycle::PatrolInbox {
             rx: fire_rx,
