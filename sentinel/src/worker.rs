@@ -601,7 +601,8 @@ pub fn remove_credentials(home: &Home, card: CardId) {
     let files = credential_files(AgentKind::Claude)
         .iter()
         .chain(credential_files(AgentKind::CursorAgent))
-        .chain(&[".claude.json"]);
+        // The CLI keeps copies of `.claude.json` (login keys included).
+        .chain(&[".claude.json", ".claude/backups"]);
     for rel in files {
         remove_quietly(&scratch.join(rel));
     }

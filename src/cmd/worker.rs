@@ -218,6 +218,10 @@ fn prepare_and_start(
     let child = std::process::Command::new(&argv[0])
         .args(&argv[1..])
         .env(ROOT_ENV, &home.root)
+        // Never the caller's directory: a sentinel's agent runs `spawn` in
+        // the home's work directory, whose processes a starting sentinel
+        // stops as its predecessor's leftovers.
+        .current_dir(worker::worker_dir(home, card.id))
         .stdin(Stdio::null())
         .stdout(Stdio::from(log.try_clone()?))
         .stderr(Stdio::from(log))
