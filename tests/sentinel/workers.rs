@@ -904,7 +904,13 @@ echo 2000 > "$HOOP_PATROL_CURSOR_NEXT"
     let mut first: std::collections::BTreeMap<String, usize> = Default::default();
     let mut again: std::collections::BTreeMap<String, usize> = Default::default();
     for q in w.standin.requests() {
-        let text = q.last_user_text();
+        // The last instruction block only: a cut turn leaves its message in
+        // the next request's last user turn.
+        let full = q.last_user_text();
+        let Some(at) = full.rfind("📬 本轮指令") else {
+            continue;
+        };
+        let text = &full[at..];
         if !text.contains("Patrol \"scan\"") {
             continue;
         }

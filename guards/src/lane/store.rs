@@ -651,6 +651,123 @@ mod tests {
     }
 
     #[test]
+    fn projection_expiry_table() {
+        let keep = 3600;
+        let at = |signal, at| {
+            Some(SignalRecord {
+                signal,
+                detail: None,
+                at,
+            })
+        };
+        let ttl = LANE_REGISTRATION_TTL_SECS;
+        // (why, latest, registered at, now, expired)
+        let rows: Vec<(&str, Option<SignalRecord>, i64, i64, bool)> = vec![
+            (
+                "ended, within keep",
+                at(Signal::Ended, NOW),
+                NOW,
+                NOW + keep,
+                false,
+            ),
+            (
+                "ended, past keep",
+                at(Signal::Ended, NOW),
+                NOW,
+                NOW + keep + 1,
+                true,
+            ),
+            (
+                "ended on error, past keep",
+                at(Signal::EndedError, NOW),
+                NOW,
+                NOW + keep + 1,
+                true,
+            ),
+            (
+                "a turn finished is not an end",
+                at(Signal::TurnFinished, NOW),
+                NOW,
+                NOW + keep + 1,
+                false,
+            ),
+            (
+                "interrupted is not an end",
+                at(Signal::Interrupted, NOW),
+                NOW,
+                NOW + keep + 1,
+                false,
+            ),
+            ("no signal, fresh", None, NOW, NOW + keep + 1, false),
+            (
+                "no signal, stale but within keep",
+                None,
+                NOW,
+                NOW + ttl + keep,
+                false,
+            ),
+            (
+                "no signal, stale past keep",
+                None,
+                NOW,
+                NOW + ttl + keep + 1,
+                true,
+            ),
+            (
+                "running, stale past keep",
+                at(Signal::Running, NOW),
+                NOW,
+                NOW + ttl + keep + 1,
+                true,
+            ),
+        ];
+        for (why, latest, reg, now, want) in rows {
+            assert_eq!(
+                projection_expired(latest.as_ref(), reg, now, keep),
+                want,
+                "{why}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_sweep_removes_only_expired_projections() {
+        let rt = runtime_with_endpoint("bolt");
+        let a = register_run_at(rt.path(), "bolt", "card-1", NOW).unwrap();
+        register_run_at(rt.path(), "bolt", "card-2", NOW).unwrap();
+        record_signal(rt.path(), &post(&a, Signal::Ended), NOW).unwrap();
+        std::fs::write(rt.path().join("hook-status/bolt/card-3.json"), "{not json").unwrap();
+        assert!(sweep(rt.path(), "bolt", NOW + 10, 10).is_empty());
+        assert_eq!(sweep(rt.path(), "bolt", NOW + 11, 10), ["card-1"]);
+        let mut names: Vec<String> = std::fs::read_dir(rt.path().join("hook-status/bolt"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["card-2.json", "card-3.json", "endpoint", "port"]);
+        assert!(sweep(rt.path(), "..", NOW + 11, 10).is_empty());
+    }
+
+    /// Reads take the most recently changed projections first: a run
+    /// registered long ago that signalled last is shown even when the cap
+    /// is full of newer registrations.
+    #[test]
+    fn reads_take_the_most_recently_changed_runs_first() {
+        let rt = runtime_with_endpoint("bolt");
+        let old = register_run_at(rt.path(), "bolt", "old", NOW - 1000).unwrap();
+        for i in 0..LANE_READ_CAP {
+            register_run_at(rt.path(), "bolt", &format!("card-{i}"), NOW + i as i64).unwrap();
+        }
+        record_signal(rt.path(), &post(&old, Signal::Running), NOW).unwrap();
+        let views = latest_signals(rt.path(), "bolt");
+        assert_eq!(views.len(), LANE_READ_CAP);
+        assert!(views.iter().any(|v| v.run_id == "old"));
+        // Newest registration first, still.
+        assert_eq!(views[0].run_id, format!("card-{}", LANE_READ_CAP - 1));
+        assert_eq!(views.last().unwrap().run_id, "old");
+    }
+
+    #[test]
     fn a_corrupt_entry_is_not_registered_and_skipped_by_readers() {
         let rt = runtime_with_endpoint("bolt");
         let lane = register_run_at(rt.path(), "bolt", "card-1", NOW).unwrap();
