@@ -336,7 +336,7 @@ pub fn findings_brief(
             let room = cap.saturating_sub(head(n).len() + WAITING_LINE_ROOM);
             let mut used = 0;
             let mut end = from;
-            while end < n && used + all[end].len() + 1 <= room {
+            while end < n && used + all[end].len() < room {
                 used += all[end].len() + 1;
                 end += 1;
             }

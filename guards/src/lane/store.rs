@@ -381,7 +381,7 @@ fn projection_files(
             Some((changed, run, e.path()))
         })
         .collect();
-    files.sort_by(|a, b| b.0.cmp(&a.0));
+    files.sort_by_key(|f| std::cmp::Reverse(f.0));
     files
 }
 
