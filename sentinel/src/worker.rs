@@ -991,21 +991,7 @@ mod tests {
     }
 
     fn rec(state: WorkerState) -> WorkerRecord {
-        WorkerRecord {
-            card_id: 9,
-            parent_id: 1,
-            conversation_id: 7,
-            title: "t".into(),
-            agent: AgentKind::Claude,
-            state,
-            pid: Some(4242),
-            started_at: 0,
-            ended_at: None,
-            detail: None,
-            announced: false,
-            finish: None,
-            log_tail: None,
-        }
+        crate::test_support::worker_record(9, state)
     }
 
     /// One decision per record: watched while its supervisor lives;

@@ -352,6 +352,22 @@ async fn the_sentinels_agent_spawns_a_worker_and_the_parents_finish_stops_it() {
     assert!(d.term().success());
 }
 
+/// The cards of the home's live workers.
+fn live_cards(w: &World) -> Vec<i64> {
+    worker::live_workers(&w.home)
+        .iter()
+        .map(|l| l.card_id)
+        .collect()
+}
+
+/// Wait until the worker's record says it finished (its closing is over).
+async fn until_closed(w: &World, card: i64) {
+    until("the worker's record is closed", || async {
+        worker::read_record(&w.home, card).is_ok_and(|r| r.state == WorkerState::Finished)
+    })
+    .await;
+}
+
 /// The files left in a worker's directory, relative and sorted.
 fn worker_files(w: &World, card: i64) -> Vec<String> {
     let d = worker::worker_dir(&w.home, card);
@@ -437,20 +453,11 @@ async fn a_worker_killed_with_its_tree_fails_its_card_with_what_is_known() {
         "{error}"
     );
     assert!(error.contains("worker agent starting"), "{error}");
-    until("the sentinel closed the worker's record", || async {
-        worker::read_record(&w.home, doomed).is_ok_and(|r| r.state == WorkerState::Finished)
-    })
-    .await;
+    until_closed(&w, doomed).await;
     assert_only_record_and_transcripts(&w, doomed);
     // The live one is untouched: still working, still renewed.
     assert_eq!(card_now(&w, survivor).await.status, CardStatus::Working);
-    assert_eq!(
-        worker::live_workers(&w.home)
-            .iter()
-            .map(|l| l.card_id)
-            .collect::<Vec<_>>(),
-        [survivor]
-    );
+    assert_eq!(live_cards(&w), [survivor]);
     assert!(
         d.log_text()
             .contains("the worker's supervisor is gone; finishing its card")
@@ -508,10 +515,7 @@ async fn a_finish_made_while_the_backend_is_down_is_kept_and_lands_later() {
     .await;
     let c = card_now(&w, sub).await;
     assert_eq!(c.result.as_deref(), Some("the heavy thing is done"));
-    until("the worker closed its record", || async {
-        worker::read_record(&w.home, sub).is_ok_and(|r| r.state == WorkerState::Finished)
-    })
-    .await;
+    until_closed(&w, sub).await;
     let r = worker::read_record(&w.home, sub).unwrap();
     assert_eq!(r.finish, None);
     assert!(
@@ -846,13 +850,7 @@ echo 2000 > "$HOOP_PATROL_CURSOR_NEXT"
         "{calls:?}"
     );
     // The worker survived the restart; let it finish.
-    assert_eq!(
-        worker::live_workers(&w.home)
-            .iter()
-            .map(|l| l.card_id)
-            .collect::<Vec<_>>(),
-        [sub]
-    );
+    assert_eq!(live_cards(&w), [sub]);
     assert_eq!(
         std::fs::read_to_string(w.root.path().join("hook-status/bolt/port")).unwrap(),
         port_before,
@@ -879,10 +877,7 @@ echo 2000 > "$HOOP_PATROL_CURSOR_NEXT"
             })
     })
     .await;
-    until("the worker closed its record", || async {
-        worker::read_record(&w.home, sub).is_ok_and(|r| r.state == WorkerState::Finished)
-    })
-    .await;
+    until_closed(&w, sub).await;
     assert_only_record_and_transcripts(&w, sub);
     assert_eq!(
         sd.log_text()
@@ -935,4 +930,47 @@ echo 2000 > "$HOOP_PATROL_CURSOR_NEXT"
     assert!(sd.stop().is_some_and(|s| s.success()));
     assert!(!w.root.path().join("hook-status/bolt/endpoint").exists());
     assert!(w.root.path().join("hook-status/bolt/port").exists());
+}
+
+/// Issue 23 item 6: what a worker's agent left running — here a command
+/// in a session of its own whose parent exited — is stopped when the
+/// worker ends (its supervisor adopts it as a subreaper).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_leaves_no_process_behind() {
+    let w = World::new(Opts::default()).await;
+    let _reap = ReapWorkers(w.home.clone());
+    let parent = w.claimed_card("the big job").await;
+    w.standin.push(Reply::bash(
+        "(setsid sleep 603.31 &) ; echo started",
+        "left it running",
+    ));
+    let out = spawn_worker(&w, parent.id, "part", "WORKER-PROMPT");
+    assert!(out.status.success(), "{out:?}");
+    let sub = sub_cards(&w, parent.id).await[0].id;
+    until("the worker's card is done", || async {
+        card_now(&w, sub).await.status == CardStatus::Done
+    })
+    .await;
+    assert_eq!(
+        card_now(&w, sub).await.result.as_deref(),
+        Some("left it running")
+    );
+    until_closed(&w, sub).await;
+    let sleeping = || {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(Result::ok)
+            .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+            .filter(|p| {
+                std::fs::read(format!("/proc/{p}/cmdline"))
+                    .is_ok_and(|c| c == b"sleep\x00603.31\x00")
+            })
+            .filter(|p| hoop_sentinel::proctree::is_live(*p))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        sleeping(),
+        Vec::<u32>::new(),
+        "the worker's orphan outlived it"
+    );
 }

@@ -510,21 +510,7 @@ mod tests {
     }
 
     fn record(card: CardId, state: WorkerState) -> WorkerRecord {
-        WorkerRecord {
-            card_id: card,
-            parent_id: 1,
-            conversation_id: 7,
-            title: "t".into(),
-            agent: worker::AgentKind::Claude,
-            state,
-            pid: Some(4242),
-            started_at: 0,
-            ended_at: None,
-            detail: None,
-            announced: false,
-            finish: None,
-            log_tail: None,
-        }
+        crate::test_support::worker_record(card, state)
     }
 
     /// A worker's card is renewed only while its supervisor lives; the
