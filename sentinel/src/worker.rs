@@ -677,23 +677,24 @@ fn clean_scratch(scratch: &Path) {
     }
 }
 
-/// Close a worker: apply `change` to its record and keep its log's tail
-/// there (under the record's lock), then remove the log and every other
-/// leftover ([`clean_up`]). Idempotent.
+/// Close a worker: take its log's tail, remove the log and every other
+/// leftover ([`clean_up`]), then apply `change` to its record and keep the
+/// tail there (under the record's lock). The record is written last, so a
+/// record that says the worker ended means nothing else is left; a stop in
+/// between leaves the earlier record, and closing again is harmless.
 pub fn close(
     home: &Home,
     card: CardId,
     change: impl FnOnce(&mut WorkerRecord),
 ) -> Result<WorkerRecord, WorkerError> {
     let tail = read_log_tail(home, card);
-    let r = update_record(home, card, |r| {
+    clean_up(home, card);
+    update_record(home, card, |r| {
         change(r);
         if tail.is_some() {
             r.log_tail = tail;
         }
-    })?;
-    clean_up(home, card);
-    Ok(r)
+    })
 }
 
 /// Whether `pid` still is the supervisor of the worker on `card` (a pid can
