@@ -159,6 +159,16 @@ async fn spawn(a: SpawnArgs) -> anyhow::Result<ExitCode> {
             let _ = client
                 .finish_task(room, card.id, &worker::failed_finish(&why))
                 .await;
+            // Nothing of it stays but its record (the copied credentials
+            // least of all).
+            if worker::read_record(&home, card.id).is_ok() {
+                let _ = worker::close(&home, card.id, |r| {
+                    r.state = WorkerState::Finished;
+                    r.detail = Some(worker::bounded(&why));
+                });
+            } else {
+                let _ = std::fs::remove_dir_all(worker::worker_dir(&home, card.id));
+            }
             Err(anyhow!("{why} (card {} was failed)", card.id))
         }
     }

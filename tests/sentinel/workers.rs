@@ -161,8 +161,8 @@ async fn a_worker_writes_its_result_usage_or_error_on_its_sub_card() {
                 "{c:?}"
             );
         }
-        let r = worker::read_record(&w.home, sub.id).unwrap();
-        assert_eq!(r.state, WorkerState::Finished);
+        // The card is finished before the supervisor closes its record.
+        until_closed(&w, sub.id).await;
         // The model got the prompt from this worker.
         assert!(
             w.standin
@@ -786,13 +786,21 @@ echo 2000 > "$HOOP_PATROL_CURSOR_NEXT"
     sd.wait_log_count("🔌 WS connected", 1).await;
     let port_before = std::fs::read_to_string(w.root.path().join("hook-status/bolt/port")).unwrap();
     w.post("@bolt please do the big job", false).await;
-    until("the worker's agent waits", || async {
-        w.standin
-            .requests()
-            .iter()
-            .any(|q| q.last_user_text().contains("WORKER-PROMPT lift it"))
-    })
-    .await;
+    let deadline = std::time::Instant::now() + WAIT;
+    while !w
+        .standin
+        .requests()
+        .iter()
+        .any(|q| q.last_user_text().contains("WORKER-PROMPT lift it"))
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the worker's agent never asked the model; {} request(s); journal:\n{}",
+            w.standin.request_count(),
+            sd.log_text()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
     let sub = sub_cards(&w, parent.id).await[0].id;
     until("the worker is announced", || async {
         worker::read_record(&w.home, sub).is_ok_and(|r| r.announced)
