@@ -82,6 +82,10 @@ pub struct HomeStatus {
     /// The home's live workers (`hoop worker spawn`), oldest card first.
     #[serde(default)]
     pub workers: Vec<WorkerRow>,
+    /// Patrol findings skipped after rounds that kept failing, one line
+    /// each (`<patrol>: findings …`), until one of its rounds lands.
+    #[serde(default)]
+    pub patrol_skipped: Vec<String>,
 }
 
 /// One live worker: its card and the last hook-status signal its agent's
@@ -174,6 +178,7 @@ pub struct Facts {
     pub unit: Unit,
     pub drift: Option<Vec<String>>,
     pub workers: Vec<WorkerRow>,
+    pub patrol_skipped: Vec<String>,
 }
 
 /// The row for one home: a pure function of what was read.
@@ -256,6 +261,7 @@ pub fn home_status(f: &Facts) -> HomeStatus {
         drift: f.drift.clone(),
         problems,
         workers: f.workers.clone(),
+        patrol_skipped: f.patrol_skipped.clone(),
     }
 }
 
@@ -431,6 +437,7 @@ pub fn facts(home: &Home) -> Facts {
         unit: Unit::default(),
         drift: None,
         workers,
+        patrol_skipped: hoop_sentinel::patrol::skipped_lines(&home.dir()),
     }
 }
 
@@ -627,6 +634,12 @@ pub fn table(r: &Report) -> String {
                 w.pid,
                 w.title,
                 w.last_signal.as_deref().unwrap_or("no hook-status lane")
+            ));
+        }
+        for k in &h.patrol_skipped {
+            out.push_str(&format!(
+                "{}: patrol {k} (not handled; look at them by hand)\n",
+                h.home
             ));
         }
     }

@@ -28,7 +28,8 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::constants::{
-    HEARTBEAT_RETRY, NEW_ROOM_BACKLOG, REAPER_TICK, SENTINEL_CONFIG_FILE, WORKER_POLL,
+    HEARTBEAT_RETRY, HOOK_STATUS_KEEP, NEW_ROOM_BACKLOG, PATROL_SKIP_AFTER, REAPER_TICK,
+    SENTINEL_CONFIG_FILE, WORKER_POLL,
 };
 
 #[derive(Debug, Error)]
@@ -67,6 +68,10 @@ pub struct SentinelFile {
     pub idle_reap_sec: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub new_room_backlog_sec: Option<u64>,
+    /// How long a worker run's hook-status projection is kept after its
+    /// end signal (default [`HOOK_STATUS_KEEP`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hook_status_keep_sec: Option<u64>,
     /// Extra environment for the agent process.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub env: BTreeMap<String, String>,
@@ -106,6 +111,8 @@ pub struct TimingsFile {
     pub heartbeat_ms: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worker_poll_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub patrol_skip_after_ms: Option<u64>,
 }
 
 /// The daemon's clocks, resolved.
@@ -125,6 +132,9 @@ pub struct Timings {
     pub heartbeat_every: Option<Duration>,
     /// How often the renewer looks at live workers' cards.
     pub worker_poll: Duration,
+    /// A patrol span that keeps failing is skipped no sooner than this
+    /// after its first failure.
+    pub patrol_skip_after: Duration,
 }
 
 impl Default for Timings {
@@ -141,6 +151,7 @@ impl Default for Timings {
             heartbeat_retry: HEARTBEAT_RETRY,
             heartbeat_every: None,
             worker_poll: WORKER_POLL,
+            patrol_skip_after: PATROL_SKIP_AFTER,
         }
     }
 }
@@ -164,6 +175,7 @@ impl Timings {
             heartbeat_retry: f.heartbeat_retry_ms.map_or(d.heartbeat_retry, ms),
             heartbeat_every: f.heartbeat_ms.map(ms),
             worker_poll: f.worker_poll_ms.map_or(d.worker_poll, ms),
+            patrol_skip_after: f.patrol_skip_after_ms.map_or(d.patrol_skip_after, ms),
         }
     }
 }
@@ -177,6 +189,7 @@ pub struct SentinelConfig {
     pub turn_timeout: Duration,
     pub idle_reap: Duration,
     pub new_room_backlog: Duration,
+    pub hook_status_keep: Duration,
     pub env: BTreeMap<String, String>,
     pub timings: Timings,
     /// Validated patrols (see [`SentinelConfig::load`]).
@@ -211,6 +224,9 @@ impl SentinelConfig {
             new_room_backlog: f
                 .new_room_backlog_sec
                 .map_or(NEW_ROOM_BACKLOG, Duration::from_secs),
+            hook_status_keep: f
+                .hook_status_keep_sec
+                .map_or(HOOK_STATUS_KEEP, Duration::from_secs),
             env: f.env,
             timings: Timings::from_file(f.timings.as_ref()),
         }

@@ -70,3 +70,52 @@ pub const WORKER_STOP_GRACE: std::time::Duration = std::time::Duration::from_sec
 pub const WORKER_POLL: std::time::Duration = std::time::Duration::from_secs(10);
 /// A worker's agent runs at most this long; heavy work, but never forever.
 pub const WORKER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2 * 3600);
+/// How often the orphan keeper looks for live processes a finished turn
+/// left to the daemon (an exited one is reaped at once, on SIGCHLD):
+/// adoption sends no signal, so a leftover lives at most this long after
+/// its turn; a `/proc` walk every few seconds costs nothing measurable.
+pub const ORPHAN_TICK: Duration = Duration::from_secs(5);
+/// A leftover gets this long after SIGTERM before SIGKILL (the same bound
+/// as a stopped worker: a tool that traps SIGTERM must still go).
+pub const ORPHAN_STOP_GRACE: Duration = Duration::from_secs(5);
+/// The last bytes of a worker's log kept in its record when the log is
+/// removed, and carried by an orphaned card's failure: enough for the
+/// error a crashed run printed last.
+pub const WORKER_LOG_TAIL_BYTES: usize = 2048;
+/// A worker's finish that did not land is tried again after this long,
+/// doubling up to [`WORKER_FINISH_RETRY_MAX`] (a backend restart takes
+/// seconds; a longer outage is retried about twice a minute).
+pub const WORKER_FINISH_RETRY_START: Duration = Duration::from_secs(1);
+pub const WORKER_FINISH_RETRY_MAX: Duration = Duration::from_secs(30);
+/// The supervisor keeps trying its finish this long; past it the finish
+/// stays in the worker's record and the sentinel lands it (a supervisor
+/// must not linger for ever, the text must not be lost).
+pub const WORKER_FINISH_PATIENCE: Duration = Duration::from_secs(15 * 60);
+/// After a worker's agent exited and its tree was stopped, its output
+/// pipes are read at most this much longer (what is buffered is there at
+/// once; a pipe still open after the stop is held by nothing of ours).
+pub const WORKER_PIPE_DRAIN: Duration = Duration::from_secs(2);
+/// Of a worker agent's stdout and stderr, the last this many bytes are
+/// kept (the JSON result comes last; the card takes 4,000 characters).
+pub const WORKER_OUTPUT_KEEP_BYTES: usize = 1024 * 1024;
+/// A worker run's hook-status projection is removed this long after its
+/// end signal (`hook_status_keep_sec` in `sentinel.json`): `hoop status`
+/// shows live workers only, and an hour leaves time to read why one ended.
+pub const HOOK_STATUS_KEEP: Duration = Duration::from_secs(3600);
+/// A patrol span whose round did not land is offered again this many times
+/// (seed 000: "after two replays and an hour the first lost round's content
+/// is skipped") before it may be skipped…
+pub const PATROL_REPLAYS: u32 = 2;
+/// …and only once this long has passed since its first failure (seed 000:
+/// an hour), so a passing outage never costs findings.
+pub const PATROL_SKIP_AFTER: Duration = Duration::from_secs(3600);
+/// A brief names at most this many skipped spans (the newest; the count of
+/// the rest), so the digest never crowds out the findings.
+pub const PATROL_DIGEST_SPANS: usize = 5;
+/// A prescan may print at most this much: a day of findings is kilobytes,
+/// and a megabyte is some sixty briefs. More is a failed prescan (its
+/// cursor is not trusted), never a silent cut that would lose findings.
+pub const PATROL_OUTPUT_CAP_BYTES: usize = 1024 * 1024;
+/// After a prescan exited, its output is read at most this much longer (a
+/// child it left behind may hold the pipe open; its group is stopped).
+pub const PATROL_DRAIN: Duration = Duration::from_secs(2);

@@ -159,6 +159,9 @@ where
         }
     })?;
     let cfg = SentinelConfig::load(&home.dir())?;
+    // Orphans of the agent's tree come to us, not init: they stay findable
+    // and are stopped with the turn that made them (tasks::orphans).
+    let subreaper = crate::proctree::become_subreaper();
     // Refuse to start on state that cannot be read (never guess a cursor).
     let cursors = Cursors::load(&home.cursors_path())?;
     Obituaries::load(&home.dir().join(OBITUARIES_FILE))?;
@@ -238,6 +241,7 @@ where
             cfg.patrols.clone(),
             fire_tx,
             in_flight.clone(),
+            cfg.timings.patrol_skip_after,
         ));
         Some(tasks::cycle::PatrolInbox {
             rx: fire_rx,
@@ -261,6 +265,7 @@ where
             listener,
             runtime,
             home.name.clone(),
+            cfg.hook_status_keep,
         ));
     }
     set.spawn(tasks::lease::run(
@@ -275,6 +280,8 @@ where
         set.spawn(async move { tasks::reaper::run(agent, &turn_lock, limit, tick).await });
     }
 
+    set.spawn(tasks::orphans::run(home.turn_lock_path(), subreaper));
+
     let why = wait_for_signal().await;
     tracing::info!(signal = why, "stopping");
     set.abort_all();
@@ -283,6 +290,14 @@ where
         Ok(mut a) => a.stop().await,
         Err(_) => tracing::warn!("a turn is still running; its process ends with ours"),
     }
+    // No address is published for a lane nothing serves.
+    hoop_guards::lane::unpublish_endpoint(&hoop_guards::lane::runtime_dir(&home), &home.name);
+    // What the agent's tree left to us goes with us (workers stay).
+    crate::proctree::stop_adopted(
+        crate::worker::is_any_supervisor,
+        crate::constants::ORPHAN_STOP_GRACE,
+    )
+    .await;
     drop(account_lock);
     Ok(())
 }

@@ -16,6 +16,7 @@ pub mod patrol;
 pub mod patrol_round;
 pub mod plan;
 pub mod policy;
+pub mod proctree;
 pub mod prompts;
 pub mod round;
 pub mod state;

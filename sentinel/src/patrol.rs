@@ -11,10 +11,20 @@
 //! The patrol cursor: the prescan is given `HOOP_PATROL_CURSOR` (the
 //! committed cursor file, which it reads, e.g. as its `--since`) and
 //! `HOOP_PATROL_CURSOR_NEXT` (where it writes the cursor its findings reach).
-//! The sentinel moves `next` over the cursor only after the round it fired
-//! has landed (the turn exited 0); otherwise the next tick re-offers the
-//! same findings and says so. Everything here is pure except the two small
-//! file helpers at the end.
+//!
+//! Findings are STAGED, never lost (seed 000: a round stages its cursors
+//! and the next tick settles them against the run's record). A prescan's
+//! findings — one per line — go into the patrol's state file with the
+//! cursor they reach; each round carries the next span of them that fits
+//! the brief cap and says how many more wait. A span is delivered only
+//! when its round landed (the turn exited 0); the cursor moves only when
+//! every staged finding was delivered. A round that did not land (a failed
+//! turn, a daemon killed mid-turn: its attempt is recorded on disk before
+//! the turn) offers the same span again and says so. After two replays and
+//! an hour, a span is skipped, logged, and named in every brief until a
+//! round lands. While findings are staged the prescan does not run: the
+//! backlog goes first. Everything here is pure except the small file
+//! helpers at the end.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -23,6 +33,8 @@ use hoop_core::limits::{
     ALERT_BODY_CAP_BYTES, BRIEF_BODY_CAP_BYTES, PATROL_PRESCAN_TIMEOUT, PATROL_STDERR_KEEP_BYTES,
     TASK_BODY_CAP_BYTES,
 };
+
+use crate::constants::{PATROL_DIGEST_SPANS, PATROL_REPLAYS};
 use serde::{Deserialize, Serialize};
 
 use crate::plan::INSTRUCTION_HEADER;
@@ -240,14 +252,19 @@ fn tail(b: &[u8], keep: usize) -> String {
     s[start..].to_string()
 }
 
-/// The marker left where findings were cut at the brief cap.
+/// The marker left where a text was cut at the brief cap.
 pub const CUT_NOTE: &str = "[… cut at the brief cap: the rest of the findings was not shown]";
 
-/// The brief's body: the declared instruction, then the findings (or the
-/// failure), within [`EventKind::Brief`]'s cap. The instruction is never
-/// cut (validation keeps it under half the cap); the findings are, at a
-/// character boundary, with [`CUT_NOTE`].
-pub fn brief_body(p: &Patrol, verdict: &Verdict) -> Option<String> {
+/// Room kept at the end of a findings brief for the line saying how many
+/// findings wait (its longest form is well under this).
+const WAITING_LINE_ROOM: usize = 100;
+
+/// The brief's body for a failed prescan: the declared instruction, the
+/// skipped spans if any, then the failure, within [`EventKind::Brief`]'s
+/// cap. The instruction is never cut (validation keeps it under half the
+/// cap); the failure text is, at a character boundary, with [`CUT_NOTE`].
+/// `None` for a quiet verdict; findings go through [`findings_brief`].
+pub fn brief_body(p: &Patrol, verdict: &Verdict, skipped: &[Skipped]) -> Option<String> {
     let cap = EventKind::Brief.cap_bytes();
     let (label, text) = match verdict {
         Verdict::Quiet => return None,
@@ -257,20 +274,93 @@ pub fn brief_body(p: &Patrol, verdict: &Verdict) -> Option<String> {
             why.as_str(),
         ),
     };
-    let mut body = format!("{}\n\n{label}\n", p.brief.trim_end());
+    let mut body = format!("{}\n\n{}{label}\n", p.brief.trim_end(), digest(skipped));
+    push_capped(&mut body, text, cap);
+    Some(body)
+}
+
+/// Append `text` to `body` within `cap` bytes, cut at a character
+/// boundary with [`CUT_NOTE`] when it does not fit.
+fn push_capped(body: &mut String, text: &str, cap: usize) {
     let room = cap.saturating_sub(body.len());
     if text.len() <= room {
         body.push_str(text);
-    } else {
-        let mut end = room.saturating_sub(CUT_NOTE.len() + 1);
-        while !text.is_char_boundary(end) {
-            end -= 1;
-        }
-        body.push_str(&text[..end]);
-        body.push('\n');
-        body.push_str(CUT_NOTE);
+        return;
     }
-    Some(body)
+    let mut end = room.saturating_sub(CUT_NOTE.len() + 1);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    body.push_str(&text[..end]);
+    body.push('\n');
+    body.push_str(CUT_NOTE);
+}
+
+/// The prescan's findings: one per line (a blank line is none).
+pub fn findings(out: &str) -> Vec<String> {
+    out.lines()
+        .map(|l| l.trim_end_matches('\r'))
+        .filter(|l| !l.trim().is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// The brief carrying the staged findings from `from` on: the declared
+/// instruction, the skipped spans if any, then as many whole findings as
+/// fit the cap — at least one, cut with [`CUT_NOTE`] if it alone is too
+/// long — or exactly up to `to` when the span is fixed (a round offered
+/// again carries the same findings), and how many more wait. Returns the
+/// body and the end of the span it carries.
+pub fn findings_brief(
+    p: &Patrol,
+    all: &[String],
+    from: usize,
+    to: Option<usize>,
+    skipped: &[Skipped],
+) -> (String, usize) {
+    let cap = EventKind::Brief.cap_bytes();
+    let n = all.len();
+    let from = from.min(n);
+    let head = |to: usize| {
+        format!(
+            "{}\n\n{}What the prescan found (findings {}–{to} of {n}, one per line):\n",
+            p.brief.trim_end(),
+            digest(skipped),
+            from + 1,
+        )
+    };
+    let to = match to {
+        Some(t) => t.clamp(from, n),
+        None => {
+            // The header's length barely depends on `to`: measure with n.
+            let room = cap.saturating_sub(head(n).len() + WAITING_LINE_ROOM);
+            let mut used = 0;
+            let mut end = from;
+            while end < n && used + all[end].len() < room {
+                used += all[end].len() + 1;
+                end += 1;
+            }
+            end.max((from + 1).min(n))
+        }
+    };
+    let mut body = head(to);
+    let room = cap.saturating_sub(WAITING_LINE_ROOM);
+    for f in &all[from..to] {
+        if body.len() + f.len() + 1 > room {
+            push_capped(&mut body, f, room);
+            body.push('\n');
+            break;
+        }
+        body.push_str(f);
+        body.push('\n');
+    }
+    if to < n {
+        body.push_str(&format!(
+            "[{} more finding(s) wait for the next round of this patrol; they are not lost.]\n",
+            n - to
+        ));
+    }
+    (body, to)
 }
 
 /// The turn's user message for a patrol round: the fixed header (never a
@@ -289,6 +379,241 @@ pub fn patrol_message(p: &Patrol, body: &str, reoffered: bool) -> String {
     s
 }
 
+// ---------------------------------------------------------------- staging
+
+/// A patrol's state (`patrols/<name>/state.json`): the staged findings and
+/// the spans skipped since the last round that landed.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PatrolState {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub staged: Option<Staged>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<Skipped>,
+}
+
+/// One prescan run's findings, delivered span by span.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Staged {
+    pub findings: Vec<String>,
+    /// What the prescan wrote to `cursor.next` (committed as the cursor
+    /// once every finding was delivered); `None` when it wrote nothing.
+    #[serde(default)]
+    pub cursor_next: Option<String>,
+    /// Findings `0..delivered` landed (or were skipped).
+    pub delivered: usize,
+    /// Unix seconds when the prescan's findings were staged.
+    pub staged_at: i64,
+    /// The span offered last and how its rounds went.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempt: Option<Attempt>,
+}
+
+/// The span a round carries (the run's record, written before the turn).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Attempt {
+    pub from: usize,
+    pub to: usize,
+    /// Rounds of this span that did not land.
+    #[serde(default)]
+    pub failed: u32,
+    /// When the first of them failed.
+    #[serde(default)]
+    pub first_failed_at: Option<i64>,
+    /// The daemon running it now (written as its turn starts, cleared when
+    /// the turn is settled): found set by the next tick, the round was lost
+    /// (its daemon was killed).
+    #[serde(default)]
+    pub running_pid: Option<u32>,
+}
+
+/// A span given up on after [`PATROL_REPLAYS`] replays and the skip wait.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Skipped {
+    pub from: usize,
+    pub to: usize,
+    pub of: usize,
+    pub staged_at: i64,
+    pub skipped_at: i64,
+    pub rounds: u32,
+}
+
+impl Skipped {
+    /// `findings 1–470 of 2000 (staged at 1760000000), after 3 rounds that did not land`.
+    pub fn describe(&self) -> String {
+        format!(
+            "findings {}–{} of {} (staged at unix {}), after {} rounds that did not land",
+            self.from + 1,
+            self.to,
+            self.of,
+            self.staged_at,
+            self.rounds
+        )
+    }
+}
+
+/// The skipped spans, for a brief ("until a round lands"); empty when none.
+pub fn digest(skipped: &[Skipped]) -> String {
+    if skipped.is_empty() {
+        return String::new();
+    }
+    let mut s = String::from(
+        "SKIPPED, NOT HANDLED: these findings of this patrol were given up on after rounds that did not land; look at them by hand:\n",
+    );
+    for k in skipped.iter().rev().take(PATROL_DIGEST_SPANS) {
+        s.push_str(&format!("- {}\n", k.describe()));
+    }
+    if skipped.len() > PATROL_DIGEST_SPANS {
+        s.push_str(&format!(
+            "- and {} earlier span(s)\n",
+            skipped.len() - PATROL_DIGEST_SPANS
+        ));
+    }
+    s.push('\n');
+    s
+}
+
+/// What a tick does with the patrol's state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Next {
+    /// Nothing is staged: run the prescan.
+    Prescan,
+    /// Offer the span `from..to` (`to` fixed when it is offered again);
+    /// `again` when an earlier round of it did not land.
+    Offer {
+        from: usize,
+        to: Option<usize>,
+        again: bool,
+    },
+    /// Every staged finding was delivered: commit the cursor.
+    Commit,
+}
+
+/// The start of a tick, pure over the state: a round found still running
+/// from another daemon (or from this one, which the caller rules out) was
+/// lost and counts as a round that did not land; a span that did not land
+/// after [`PATROL_REPLAYS`] replays and `skip_after` since its first
+/// failure is skipped. Returns what to do and the spans skipped now.
+pub fn plan_tick(st: &mut PatrolState, now: i64, skip_after: i64) -> (Next, Option<Skipped>) {
+    let Some(staged) = st.staged.as_mut() else {
+        return (Next::Prescan, None);
+    };
+    let n = staged.findings.len();
+    let mut skipped_now = None;
+    if let Some(a) = staged.attempt.as_mut() {
+        if a.running_pid.take().is_some() {
+            a.failed += 1;
+            a.first_failed_at.get_or_insert(now);
+        }
+        let replays = a.failed.saturating_sub(1);
+        let waited = a
+            .first_failed_at
+            .is_some_and(|t| now.saturating_sub(t) >= skip_after);
+        if replays >= PATROL_REPLAYS && waited {
+            let k = Skipped {
+                from: a.from,
+                to: a.to,
+                of: n,
+                staged_at: staged.staged_at,
+                skipped_at: now,
+                rounds: a.failed,
+            };
+            staged.delivered = staged.delivered.max(a.to);
+            staged.attempt = None;
+            st.skipped.push(k.clone());
+            skipped_now = Some(k);
+        }
+    }
+    let staged = st.staged.as_mut().expect("still staged");
+    if staged.delivered >= n {
+        return (Next::Commit, skipped_now);
+    }
+    let next = match &staged.attempt {
+        Some(a) if a.from == staged.delivered => Next::Offer {
+            from: a.from,
+            to: Some(a.to),
+            again: a.failed > 0,
+        },
+        _ => Next::Offer {
+            from: staged.delivered,
+            to: None,
+            again: false,
+        },
+    };
+    (next, skipped_now)
+}
+
+/// Record the span a round is about to carry (before its turn).
+pub fn begin(st: &mut PatrolState, from: usize, to: usize, pid: u32) {
+    if let Some(staged) = st.staged.as_mut() {
+        let (failed, first) = match &staged.attempt {
+            Some(a) if a.from == from && a.to == to => (a.failed, a.first_failed_at),
+            _ => (0, None),
+        };
+        staged.attempt = Some(Attempt {
+            from,
+            to,
+            failed,
+            first_failed_at: first,
+            running_pid: Some(pid),
+        });
+    }
+}
+
+/// How a settled round left the patrol.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Settled {
+    /// Its span was delivered; `commit` holds the cursor when it was the
+    /// last (`Some(None)`: the prescan wrote no cursor).
+    Delivered {
+        from: usize,
+        to: usize,
+        of: usize,
+        commit: Option<Option<String>>,
+    },
+    /// It did not land: the span is offered again.
+    NotLanded { failed: u32 },
+    /// A round without staged findings (a failed prescan's).
+    Unstaged,
+}
+
+/// Settle the round in flight: `landed` when its turn exited 0. A landed
+/// round clears the skipped spans (they were named until one landed).
+pub fn settle(st: &mut PatrolState, landed: bool, now: i64) -> Settled {
+    if landed {
+        st.skipped.clear();
+    }
+    let Some(staged) = st.staged.as_mut() else {
+        return Settled::Unstaged;
+    };
+    let Some(a) = staged.attempt.as_mut() else {
+        return Settled::Unstaged;
+    };
+    a.running_pid = None;
+    if !landed {
+        a.failed += 1;
+        a.first_failed_at.get_or_insert(now);
+        return Settled::NotLanded { failed: a.failed };
+    }
+    let (from, to) = (a.from, a.to);
+    staged.delivered = staged.delivered.max(to);
+    staged.attempt = None;
+    let of = staged.findings.len();
+    let commit = (staged.delivered >= of).then(|| staged.cursor_next.clone());
+    if commit.is_some() {
+        st.staged = None;
+    }
+    Settled::Delivered {
+        from,
+        to,
+        of,
+        commit,
+    }
+}
+
 /// A patrol's state directory: `<home>/patrols/<name>/`.
 pub fn patrol_dir(home_dir: &Path, name: &str) -> PathBuf {
     home_dir.join("patrols").join(name)
@@ -297,26 +622,64 @@ pub fn patrol_dir(home_dir: &Path, name: &str) -> PathBuf {
 pub const CURSOR_FILE: &str = "cursor";
 /// Where the prescan writes the cursor its findings reach.
 pub const CURSOR_NEXT_FILE: &str = "cursor.next";
+/// The patrol's state: staged findings, skipped spans.
+pub const STATE_FILE: &str = "state.json";
 
-/// After a round that landed: the proposed cursor becomes the cursor
-/// (atomically), and the proposal is gone. No proposal → nothing to do.
-pub fn commit_cursor(dir: &Path) -> std::io::Result<bool> {
-    let next = dir.join(CURSOR_NEXT_FILE);
-    let data = match std::fs::read(&next) {
-        Ok(d) => d,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
-        Err(e) => return Err(e),
-    };
-    hoop_core::fsutil::write_atomic(&dir.join(CURSOR_FILE), &data, Default::default())?;
-    std::fs::remove_file(&next)?;
-    Ok(true)
+/// The patrol's state; an absent file is the empty state, an unreadable
+/// one an error (never guessed: a guess would lose or repeat findings).
+pub fn load_state(dir: &Path) -> Result<PatrolState, String> {
+    let path = dir.join(STATE_FILE);
+    match std::fs::read_to_string(&path) {
+        Ok(text) => serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(PatrolState::default()),
+        Err(e) => Err(format!("{}: {e}", path.display())),
+    }
 }
 
-/// Before a tick's prescan: was a proposal left by a round that did not
-/// land? It is dropped either way (the prescan proposes afresh from the
-/// committed cursor).
-pub fn take_leftover(dir: &Path) -> bool {
-    std::fs::remove_file(dir.join(CURSOR_NEXT_FILE)).is_ok()
+/// Write the patrol's state atomically.
+pub fn save_state(dir: &Path, st: &PatrolState) -> std::io::Result<()> {
+    hoop_core::fsutil::write_json_atomic(&dir.join(STATE_FILE), st, Default::default())
+}
+
+/// Write the committed cursor (atomically).
+pub fn write_cursor(dir: &Path, cursor: &str) -> std::io::Result<()> {
+    hoop_core::fsutil::write_atomic(
+        &dir.join(CURSOR_FILE),
+        cursor.as_bytes(),
+        Default::default(),
+    )
+}
+
+/// The proposal a prescan wrote, taken out of its file (read, then
+/// removed: it lives on in the staged state only). `None` when absent.
+pub fn take_cursor_next(dir: &Path) -> Option<String> {
+    let next = dir.join(CURSOR_NEXT_FILE);
+    let text = std::fs::read_to_string(&next).ok();
+    let _ = std::fs::remove_file(&next);
+    text
+}
+
+/// The skipped spans of every patrol of a home, for `hoop status`: one
+/// line each, `<patrol>: findings …`.
+pub fn skipped_lines(home_dir: &Path) -> Vec<String> {
+    let Ok(rd) = std::fs::read_dir(home_dir.join("patrols")) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let mut dirs: Vec<_> = rd.filter_map(Result::ok).collect();
+    dirs.sort_by_key(|e| e.file_name());
+    for e in dirs {
+        if let Ok(st) = load_state(&e.path()) {
+            for k in &st.skipped {
+                out.push(format!(
+                    "{}: {} skipped",
+                    e.file_name().to_string_lossy(),
+                    k.describe()
+                ));
+            }
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -405,8 +768,8 @@ mod tests {
     #[test]
     fn the_brief_is_the_instruction_unframed_and_the_findings_are_capped() {
         let p = patrol();
-        assert_eq!(brief_body(&p, &Verdict::Quiet), None);
-        let body = brief_body(&p, &Verdict::Found("ticket 7 is new\n".into())).unwrap();
+        assert_eq!(brief_body(&p, &Verdict::Quiet, &[]), None);
+        let body = brief_body(&p, &Verdict::Found("ticket 7 is new\n".into()), &[]).unwrap();
         assert!(body.starts_with(&p.brief), "{body}");
         assert!(body.ends_with("ticket 7 is new\n"), "{body}");
         for kind in [EventKind::Alert, EventKind::Task] {
@@ -415,22 +778,22 @@ mod tests {
                 "no framing around a brief"
             );
         }
-        let failed = brief_body(&p, &Verdict::Failed("the prescan exited 1".into())).unwrap();
+        let failed = brief_body(&p, &Verdict::Failed("the prescan exited 1".into()), &[]).unwrap();
         assert!(failed.contains("THE PRESCAN FAILED"), "{failed}");
         assert!(failed.ends_with("the prescan exited 1"), "{failed}");
         // Over the cap: the findings are cut at a character boundary, the
         // instruction is whole, and the body fits the one cap.
         let huge = "é".repeat(BRIEF_BODY_CAP_BYTES);
-        let cut = brief_body(&p, &Verdict::Found(huge)).unwrap();
+        let cut = brief_body(&p, &Verdict::Found(huge), &[]).unwrap();
         assert!(cut.len() <= EventKind::Brief.cap_bytes(), "{}", cut.len());
         assert!(cut.starts_with(&p.brief));
         assert!(cut.ends_with(CUT_NOTE));
         // Exactly at the cap: nothing cut.
-        let head = brief_body(&p, &Verdict::Found(String::new()))
+        let head = brief_body(&p, &Verdict::Found(String::new()), &[])
             .unwrap()
             .len();
         let exact = "x".repeat(BRIEF_BODY_CAP_BYTES - head);
-        let whole = brief_body(&p, &Verdict::Found(exact.clone())).unwrap();
+        let whole = brief_body(&p, &Verdict::Found(exact.clone()), &[]).unwrap();
         assert!(whole.ends_with(&exact) && !whole.contains(CUT_NOTE));
     }
 
@@ -496,19 +859,243 @@ mod tests {
         assert_eq!(describe(&two), "patrols=inbox@60s,deploys@300s");
     }
 
+    fn many(n: usize) -> Vec<String> {
+        (1..=n)
+            .map(|i| format!("finding {i:04}: ticket {i} is new"))
+            .collect()
+    }
+
+    /// 2,000 findings: each brief carries whole findings within the cap and
+    /// says how many wait; the spans cover every finding exactly once.
     #[test]
-    fn the_cursor_moves_only_on_commit() {
+    fn findings_are_carried_in_spans_that_cover_each_exactly_once() {
+        let p = patrol();
+        let all = many(2000);
+        let mut from = 0;
+        let mut seen = Vec::new();
+        let mut rounds = 0;
+        while from < all.len() {
+            let (body, to) = findings_brief(&p, &all, from, None, &[]);
+            assert!(body.len() <= EventKind::Brief.cap_bytes(), "{}", body.len());
+            assert!(body.starts_with(&p.brief));
+            assert!(to > from, "every brief carries at least one finding");
+            assert!(
+                body.contains(&format!("(findings {}–{to} of 2000", from + 1)),
+                "{body}"
+            );
+            let carried: Vec<&str> = body.lines().filter(|l| l.starts_with("finding ")).collect();
+            assert_eq!(carried.len(), to - from);
+            seen.extend(carried.iter().map(|s| s.to_string()));
+            if to < all.len() {
+                assert!(
+                    body.contains(&format!("[{} more finding(s) wait", all.len() - to)),
+                    "{body}"
+                );
+            } else {
+                assert!(!body.contains("more finding(s) wait"), "{body}");
+            }
+            from = to;
+            rounds += 1;
+        }
+        assert_eq!(seen, all);
+        assert!(rounds > 1, "2,000 findings do not fit one brief");
+        // A fixed span is carried as it was (a re-offer shows the same).
+        let (again, to) = findings_brief(&p, &all, 10, Some(20), &[]);
+        assert_eq!(to, 20);
+        assert_eq!(
+            again.lines().filter(|l| l.starts_with("finding ")).count(),
+            10
+        );
+        // One finding longer than the room is still carried, cut.
+        let long = vec!["x".repeat(BRIEF_BODY_CAP_BYTES * 2), "next".into()];
+        let (body, to) = findings_brief(&p, &long, 0, None, &[]);
+        assert_eq!(to, 1);
+        assert!(body.len() <= EventKind::Brief.cap_bytes());
+        assert!(body.contains(CUT_NOTE) && body.contains("[1 more finding(s) wait"));
+        assert_eq!(findings("a\n\n  \nb\r\n"), ["a", "b"]);
+    }
+
+    fn staged(n: usize) -> PatrolState {
+        PatrolState {
+            staged: Some(Staged {
+                findings: many(n),
+                cursor_next: Some("c-next\n".into()),
+                delivered: 0,
+                staged_at: 100,
+                attempt: None,
+            }),
+            skipped: vec![],
+        }
+    }
+
+    const HOUR: i64 = 3600;
+
+    /// The run's record decides: a span lands only with its round; a round
+    /// that did not land — or was still running when its daemon died — is
+    /// offered again with the same findings; after two replays AND the
+    /// skip wait the span is skipped and named until a round lands; the
+    /// cursor is committed with the last span.
+    #[test]
+    fn staged_findings_settle_against_the_rounds_record() {
+        let mut st = PatrolState::default();
+        assert_eq!(plan_tick(&mut st, 0, HOUR), (Next::Prescan, None));
+        assert_eq!(settle(&mut st, true, 0), Settled::Unstaged);
+
+        let mut st = staged(3);
+        assert_eq!(
+            plan_tick(&mut st, 1000, HOUR).0,
+            Next::Offer {
+                from: 0,
+                to: None,
+                again: false
+            }
+        );
+        begin(&mut st, 0, 2, 77);
+        // Failed turn: offered again, the same span.
+        assert_eq!(
+            settle(&mut st, false, 1000),
+            Settled::NotLanded { failed: 1 }
+        );
+        assert_eq!(
+            plan_tick(&mut st, 1100, HOUR).0,
+            Next::Offer {
+                from: 0,
+                to: Some(2),
+                again: true
+            }
+        );
+        // The daemon died mid-turn (the record still says running): one
+        // more round that did not land, offered again.
+        begin(&mut st, 0, 2, 78);
+        assert_eq!(
+            plan_tick(&mut st, 1200, HOUR).0,
+            Next::Offer {
+                from: 0,
+                to: Some(2),
+                again: true
+            }
+        );
+        assert_eq!(
+            st.staged.as_ref().unwrap().attempt.as_ref().unwrap().failed,
+            2
+        );
+        // A third failure: two replays, but not yet an hour: still offered.
+        begin(&mut st, 0, 2, 79);
+        settle(&mut st, false, 1300);
+        assert_eq!(
+            plan_tick(&mut st, 1000 + HOUR - 1, HOUR),
+            (
+                Next::Offer {
+                    from: 0,
+                    to: Some(2),
+                    again: true
+                },
+                None
+            )
+        );
+        // An hour after the first failure: skipped, and named.
+        let (next, skipped) = plan_tick(&mut st, 1000 + HOUR, HOUR);
+        assert_eq!(
+            next,
+            Next::Offer {
+                from: 2,
+                to: None,
+                again: false
+            }
+        );
+        let k = skipped.expect("skipped now");
+        assert_eq!((k.from, k.to, k.of, k.rounds), (0, 2, 3, 3));
+        assert_eq!(st.skipped, vec![k.clone()]);
+        assert!(
+            digest(&st.skipped).contains("findings 1–2 of 3"),
+            "{}",
+            digest(&st.skipped)
+        );
+        let p = patrol();
+        let (body, _) = findings_brief(
+            &p,
+            &st.staged.as_ref().unwrap().findings,
+            2,
+            None,
+            &st.skipped,
+        );
+        assert!(
+            body.contains("SKIPPED, NOT HANDLED") && body.contains("findings 1–2 of 3"),
+            "{body}"
+        );
+        // The last span lands: delivered, cursor committed, digest cleared.
+        begin(&mut st, 2, 3, 80);
+        assert_eq!(
+            settle(&mut st, true, 5000),
+            Settled::Delivered {
+                from: 2,
+                to: 3,
+                of: 3,
+                commit: Some(Some("c-next\n".into()))
+            }
+        );
+        assert_eq!(st, PatrolState::default());
+    }
+
+    /// Not the case it must not fire on: a span that failed twice but
+    /// lands on its third round is delivered, never skipped; a span that
+    /// lands with more waiting commits nothing.
+    #[test]
+    fn a_span_that_lands_late_is_delivered_and_nothing_is_committed_early() {
+        let mut st = staged(4);
+        begin(&mut st, 0, 2, 1);
+        settle(&mut st, false, 0);
+        begin(&mut st, 0, 2, 1);
+        settle(&mut st, false, 10);
+        begin(&mut st, 0, 2, 1);
+        assert_eq!(
+            settle(&mut st, true, 10 * HOUR),
+            Settled::Delivered {
+                from: 0,
+                to: 2,
+                of: 4,
+                commit: None
+            }
+        );
+        assert!(st.skipped.is_empty());
+        assert_eq!(st.staged.as_ref().unwrap().delivered, 2);
+        assert_eq!(
+            plan_tick(&mut st, 10 * HOUR, HOUR).0,
+            Next::Offer {
+                from: 2,
+                to: None,
+                again: false
+            }
+        );
+        // A prescan that wrote no cursor: everything delivered, nothing to write.
+        let mut st = staged(1);
+        st.staged.as_mut().unwrap().cursor_next = None;
+        begin(&mut st, 0, 1, 1);
+        assert_eq!(
+            settle(&mut st, true, 0),
+            Settled::Delivered {
+                from: 0,
+                to: 1,
+                of: 1,
+                commit: Some(None)
+            }
+        );
+    }
+
+    #[test]
+    fn the_state_file_round_trips_and_a_bad_one_is_an_error() {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
-        assert!(!commit_cursor(d).unwrap(), "no proposal, nothing moves");
-        assert!(!take_leftover(d));
+        assert_eq!(load_state(d).unwrap(), PatrolState::default());
+        let mut st = staged(2);
+        begin(&mut st, 0, 1, 5);
+        save_state(d, &st).unwrap();
+        assert_eq!(load_state(d).unwrap(), st);
+        std::fs::write(d.join(STATE_FILE), "{oops").unwrap();
+        assert!(load_state(d).unwrap_err().contains("state.json"));
         std::fs::write(d.join(CURSOR_NEXT_FILE), "42").unwrap();
-        // A round that did not land leaves the proposal: the next tick sees it.
-        assert!(take_leftover(d));
-        assert!(!d.join(CURSOR_FILE).exists(), "the cursor did not move");
-        std::fs::write(d.join(CURSOR_NEXT_FILE), "43").unwrap();
-        assert!(commit_cursor(d).unwrap());
-        assert_eq!(std::fs::read_to_string(d.join(CURSOR_FILE)).unwrap(), "43");
+        assert_eq!(take_cursor_next(d).as_deref(), Some("42"));
         assert!(!d.join(CURSOR_NEXT_FILE).exists());
+        assert_eq!(take_cursor_next(d), None);
     }
 }

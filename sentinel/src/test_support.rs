@@ -23,3 +23,26 @@ pub(crate) fn card(id: CardId, status: CardStatus) -> Card {
         updated_at: 0,
     }
 }
+
+/// A claude worker's record on `card` (sub-card of card 1 in room 7,
+/// supervisor pid 4242), with nothing else set.
+pub(crate) fn worker_record(
+    card: CardId,
+    state: crate::worker::WorkerState,
+) -> crate::worker::WorkerRecord {
+    crate::worker::WorkerRecord {
+        card_id: card,
+        parent_id: 1,
+        conversation_id: 7,
+        title: "t".into(),
+        agent: crate::worker::AgentKind::Claude,
+        state,
+        pid: Some(4242),
+        started_at: 0,
+        ended_at: None,
+        detail: None,
+        announced: false,
+        finish: None,
+        log_tail: None,
+    }
+}

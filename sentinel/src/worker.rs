@@ -24,16 +24,17 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
-use hoop_api::types::{Card, CardId, CardStatus, ConversationId};
+use hoop_api::types::{Card, CardId, CardStatus, ConversationId, FinishTask};
 use hoop_core::fsutil::{self, WriteOptions};
 use hoop_core::home::Home;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use thiserror::Error;
 
-use crate::constants::{WORKER_DETAIL_CAP, WORKER_RECORD_FILE, WORKER_STOP_GRACE};
+use crate::constants::{
+    WORKER_DETAIL_CAP, WORKER_LOG_TAIL_BYTES, WORKER_RECORD_FILE, WORKER_STOP_GRACE,
+};
 
 /// Which agent CLI a worker runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -65,6 +66,10 @@ impl AgentKind {
 pub enum WorkerState {
     /// The supervisor runs (or is about to).
     Running,
+    /// The agent ended; the card's finish (kept in the record) has not
+    /// landed yet. Whoever finds it so — its supervisor, or the sentinel
+    /// once the supervisor is gone — tries again.
+    Finishing,
     /// The agent ended and the card was finished.
     Finished,
     /// The sentinel stopped it: its card was no longer working.
@@ -89,6 +94,17 @@ pub struct WorkerRecord {
     /// How it ended, in a few words (never a secret).
     #[serde(default)]
     pub detail: Option<String>,
+    /// The sentinel posted its "worker running" line (kept here, so a
+    /// restarted sentinel does not post it twice).
+    #[serde(default)]
+    pub announced: bool,
+    /// The card's finish until it lands: the result or error text is kept
+    /// on disk, never only in a process's memory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finish: Option<FinishTask>,
+    /// The last lines of the worker's log, kept when the log is removed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_tail: Option<String>,
 }
 
 #[derive(Debug, Error)]
@@ -170,6 +186,25 @@ pub fn read_record(home: &Home, card: CardId) -> Result<WorkerRecord, WorkerErro
     serde_json::from_str(&text).map_err(|source| WorkerError::Parse { path, source })
 }
 
+/// Read, change and write a worker's record under an exclusive `flock` on
+/// its directory: the supervisor and the sentinel both write it (the state,
+/// the finish, the announcement), and neither may undo the other's change.
+/// The lock is on the directory, so no lock file is left behind.
+pub fn update_record(
+    home: &Home,
+    card: CardId,
+    change: impl FnOnce(&mut WorkerRecord),
+) -> Result<WorkerRecord, WorkerError> {
+    let dir = worker_dir(home, card);
+    let held = std::fs::File::open(&dir).map_err(io_err(&dir))?;
+    held.lock().map_err(io_err(&dir))?;
+    let mut r = read_record(home, card)?;
+    change(&mut r);
+    write_record(home, &r)?;
+    drop(held);
+    Ok(r)
+}
+
 /// Every worker record of the home (unreadable ones are skipped and logged).
 pub fn records(home: &Home) -> Vec<WorkerRecord> {
     let Ok(rd) = std::fs::read_dir(home.workers_dir()) else {
@@ -211,7 +246,7 @@ pub fn live_workers(home: &Home) -> Vec<LiveWorker> {
         .filter_map(|r| {
             let pid = r
                 .pid
-                .filter(|p| process_alive(*p) && is_supervisor(*p, r.card_id))?;
+                .filter(|p| crate::proctree::is_live(*p) && is_supervisor(*p, r.card_id))?;
             Some(LiveWorker {
                 card_id: r.card_id,
                 parent_id: r.parent_id,
@@ -395,6 +430,81 @@ fn status_word(s: CardStatus) -> &'static str {
     }
 }
 
+/// What the renewer does about one worker record, given whether its
+/// supervisor is alive.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Tend {
+    /// Its supervisor runs: watch its card ([`watch`]) and renew its lease.
+    Watch,
+    /// The supervisor is gone while the agent ran (killed, crashed): finish
+    /// the card `failed` with what is known, then clean up.
+    FinishOrphan(FinishTask),
+    /// The supervisor is gone with its finish not landed: land it.
+    LandFinish(FinishTask),
+    /// Over (finished or stopped): nothing to do.
+    Over,
+    /// The supervisor is finishing its own card: leave it be.
+    Wait,
+}
+
+/// The one decision over a worker record.
+pub fn tend(r: &WorkerRecord, supervisor_alive: bool) -> Tend {
+    match (r.state, supervisor_alive) {
+        (WorkerState::Running, true) => Tend::Watch,
+        (WorkerState::Running, false) => {
+            let pid = r.pid.map_or("?".to_string(), |p| p.to_string());
+            let mut error =
+                format!("the worker's supervisor (pid {pid}) is gone before it finished its card");
+            if let Some(tail) = r.log_tail.as_deref().filter(|t| !t.trim().is_empty()) {
+                error.push_str("; its log ends with:\n");
+                error.push_str(tail.trim_end());
+            }
+            Tend::FinishOrphan(failed_finish(&error))
+        }
+        (WorkerState::Finishing, true) => Tend::Wait,
+        (WorkerState::Finishing, false) => match &r.finish {
+            Some(f) => Tend::LandFinish(f.clone()),
+            None => Tend::FinishOrphan(failed_finish(
+                "the worker's supervisor is gone and its finish was not recorded",
+            )),
+        },
+        (WorkerState::Finished | WorkerState::Stopped, _) => Tend::Over,
+    }
+}
+
+/// A `failed` finish carrying `error` (bounded).
+pub fn failed_finish(error: &str) -> FinishTask {
+    FinishTask {
+        error: Some(bounded(error)),
+        ..FinishTask::status(CardStatus::Failed)
+    }
+}
+
+/// The finish a run's outcome asks for, and its few words for the record.
+pub fn finish_for(outcome: &Outcome) -> (FinishTask, String) {
+    match outcome {
+        Outcome::Done { result } => (
+            FinishTask {
+                result: Some(result.clone()),
+                ..FinishTask::status(CardStatus::Done)
+            },
+            "done".to_string(),
+        ),
+        Outcome::Failed { error } => (failed_finish(error), bounded(&format!("failed: {error}"))),
+    }
+}
+
+/// Whether a refused finish is worth trying again (the backend or the
+/// network failing), or final (the request itself is refused).
+pub fn finish_retryable(e: &hoop_api::Error) -> bool {
+    use hoop_api::Error as E;
+    match e {
+        E::Transport(_) | E::RateLimited { .. } | E::Unauthorized { .. } => true,
+        E::Refused { status, .. } | E::Unparseable { status, .. } => *status >= 500,
+        _ => false,
+    }
+}
+
 /// The environment of a worker's agent: the sentinel's agent environment
 /// with `HOME` moved to the scratch HOME and no inherited config dir, so the
 /// worker never reads or writes the home's sessions.
@@ -445,6 +555,148 @@ pub fn seed_scratch_home(
     Ok(copied)
 }
 
+/// The systemd unit a worker's supervisor runs in (a transient scope).
+pub fn scope_unit(home: &str, card: CardId) -> String {
+    format!("hoop-worker-{home}-{card}")
+}
+
+/// Whether `hoop worker spawn` runs under systemd: every process of a
+/// systemd unit carries `INVOCATION_ID`, and the sentinel's agent (which
+/// runs `spawn`) inherits it.
+pub fn under_systemd(invocation_id: Option<&str>) -> bool {
+    invocation_id.is_some_and(|v| !v.trim().is_empty())
+}
+
+/// The supervisor's command line. THE RULE (issue 22): a worker is not
+/// part of its sentinel's service, so a restart of the sentinel never
+/// stops it. Under systemd the sentinel's unit is stopped by cgroup
+/// (`KillMode=mixed` kills every process left in it), so the supervisor
+/// runs in a transient scope of its own (`systemd-run --user --scope`,
+/// which moves it out of the unit's cgroup and then runs it in place,
+/// keeping its environment and output). launchd stops a job's process
+/// group only, and the supervisor always leads a group of its own (the
+/// spawner sets it), which keeps it out of the sentinel's job there.
+pub fn supervisor_argv(exe: &Path, home: &str, card: CardId, in_scope: bool) -> Vec<String> {
+    let mut argv = Vec::new();
+    if in_scope {
+        argv.extend(["systemd-run", "--user", "--scope", "--quiet", "--collect"].map(String::from));
+        argv.push(format!("--unit={}", scope_unit(home, card)));
+        argv.push("--".into());
+    }
+    argv.push(exe.display().to_string());
+    argv.extend(["worker", "run", "--home", home, "--card"].map(String::from));
+    argv.push(card.to_string());
+    argv
+}
+
+/// Remove the prompt once the supervisor has read it.
+pub fn remove_prompt(home: &Home, card: CardId) {
+    remove_quietly(&prompt_path(home, card));
+}
+
+/// Remove the worker's copies of the account's login (its agent has
+/// ended: nothing may log in with them again).
+pub fn remove_credentials(home: &Home, card: CardId) {
+    let scratch = scratch_home(home, card);
+    let files = credential_files(AgentKind::Claude)
+        .iter()
+        .chain(credential_files(AgentKind::CursorAgent))
+        // The CLI keeps copies of `.claude.json` (login keys included).
+        .chain(&[".claude.json", ".claude/backups"]);
+    for rel in files {
+        remove_quietly(&scratch.join(rel));
+    }
+}
+
+fn remove_quietly(path: &Path) {
+    let r = match std::fs::symlink_metadata(path) {
+        Ok(m) if m.is_dir() => std::fs::remove_dir_all(path),
+        Ok(_) => std::fs::remove_file(path),
+        Err(_) => return,
+    };
+    if let Err(e) = r {
+        tracing::warn!(path = %path.display(), error = %e, "could not remove a worker's leftover");
+    }
+}
+
+/// The last [`WORKER_LOG_TAIL_BYTES`] of the worker's log, from a line
+/// start (`None` when there is no log).
+pub fn read_log_tail(home: &Home, card: CardId) -> Option<String> {
+    let bytes = std::fs::read(log_path(home, card)).ok()?;
+    let from = bytes.len().saturating_sub(WORKER_LOG_TAIL_BYTES);
+    let mut tail = String::from_utf8_lossy(&bytes[from..]).into_owned();
+    if from > 0
+        && let Some(nl) = tail.find('\n')
+    {
+        tail = tail[nl + 1..].to_string();
+    }
+    Some(tail)
+}
+
+/// What stays of an ended worker: its record (`hoop status`, the finish
+/// text until it lands) and its agent's transcripts under
+/// `home/.claude/projects/` (the account's usage totals are read over
+/// them, `crate::usage::account_dirs`). Everything else goes: the
+/// credentials, `.claude.json`, the hook settings, `prompt.txt`, the
+/// lane spec (it holds the lane token), the log (its tail is kept in the
+/// record first), the working directory and the CLI's other state.
+pub fn clean_up(home: &Home, card: CardId) {
+    remove_credentials(home, card);
+    let dir = worker_dir(home, card);
+    let Ok(rd) = std::fs::read_dir(&dir) else {
+        return;
+    };
+    for e in rd.filter_map(Result::ok) {
+        let name = e.file_name();
+        match name.to_str() {
+            Some(WORKER_RECORD_FILE) => {}
+            Some("home") => clean_scratch(&e.path()),
+            _ => remove_quietly(&e.path()),
+        }
+    }
+}
+
+/// A scratch HOME reduced to `.claude/projects/`.
+fn clean_scratch(scratch: &Path) {
+    let Ok(rd) = std::fs::read_dir(scratch) else {
+        return;
+    };
+    for e in rd.filter_map(Result::ok) {
+        if e.file_name() != ".claude" {
+            remove_quietly(&e.path());
+            continue;
+        }
+        let Ok(inner) = std::fs::read_dir(e.path()) else {
+            continue;
+        };
+        for i in inner.filter_map(Result::ok) {
+            if i.file_name() != "projects" {
+                remove_quietly(&i.path());
+            }
+        }
+    }
+}
+
+/// Close a worker: take its log's tail, remove the log and every other
+/// leftover ([`clean_up`]), then apply `change` to its record and keep the
+/// tail there (under the record's lock). The record is written last, so a
+/// record that says the worker ended means nothing else is left; a stop in
+/// between leaves the earlier record, and closing again is harmless.
+pub fn close(
+    home: &Home,
+    card: CardId,
+    change: impl FnOnce(&mut WorkerRecord),
+) -> Result<WorkerRecord, WorkerError> {
+    let tail = read_log_tail(home, card);
+    clean_up(home, card);
+    update_record(home, card, |r| {
+        change(r);
+        if tail.is_some() {
+            r.log_tail = tail;
+        }
+    })
+}
+
 /// Whether `pid` still is the supervisor of the worker on `card` (a pid can
 /// be reused after a crash: never signal a stranger). Read from
 /// `/proc/<pid>/cmdline`; where there is no `/proc`, trusted.
@@ -455,102 +707,39 @@ pub fn is_supervisor(pid: u32, card: CardId) -> bool {
     }
 }
 
+/// Whether `pid` is some worker's supervisor, by its command line (the
+/// orphan rules never stop one: a worker outlives the turn that spawned
+/// it). False where the command line cannot be read.
+pub fn is_any_supervisor(pid: u32) -> bool {
+    std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|raw| supervisor_card(&raw).is_some())
+}
+
 /// `hoop worker run … --card <card>` in a NUL-separated command line.
 pub fn supervisor_cmdline(raw: &[u8], card: CardId) -> bool {
+    supervisor_card(raw) == Some(card)
+}
+
+/// The card of a `hoop worker run … --card <card>` command line (also
+/// behind a `systemd-run … --` wrapper, whose arguments name it too).
+pub fn supervisor_card(raw: &[u8]) -> Option<CardId> {
     let args: Vec<&[u8]> = raw.split(|b| *b == 0).collect();
-    let card = card.to_string();
-    args.windows(2)
+    if !args
+        .windows(2)
         .any(|w| w == [b"worker".as_slice(), b"run".as_slice()])
-        && args
-            .windows(2)
-            .any(|w| w[0] == b"--card".as_slice() && w[1] == card.as_bytes())
-}
-
-/// Whether `pid` is a live process (signal 0).
-pub fn process_alive(pid: u32) -> bool {
-    let Ok(raw) = i32::try_from(pid) else {
-        return false;
-    };
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(raw), None).is_ok()
-}
-
-/// `root` and every process below it, parents first, from `(pid, ppid)`
-/// pairs. The agent CLI starts its tool commands in process groups of their
-/// own, so a worker is stopped by its tree, not only by its group.
-pub fn tree(pairs: &[(u32, u32)], root: u32) -> Vec<u32> {
-    let mut out = vec![root];
-    let mut i = 0;
-    while i < out.len() {
-        let parent = out[i];
-        for (pid, ppid) in pairs {
-            if *ppid == parent && !out.contains(pid) {
-                out.push(*pid);
-            }
-        }
-        i += 1;
+    {
+        return None;
     }
-    out
+    args.windows(2)
+        .find(|w| w[0] == b"--card".as_slice())
+        .and_then(|w| std::str::from_utf8(w[1]).ok()?.parse().ok())
 }
 
-/// `(pid, ppid)` of every process (Linux `/proc`; empty elsewhere, where
-/// the process group is all that is stopped).
-fn process_table() -> Vec<(u32, u32)> {
-    let Ok(rd) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    rd.filter_map(Result::ok)
-        .filter_map(|e| {
-            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
-            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
-            // `pid (comm) state ppid …`: comm may hold spaces and parens.
-            let rest = &stat[stat.rfind(')')? + 1..];
-            let ppid = rest.split_whitespace().nth(1)?.parse().ok()?;
-            Some((pid, ppid))
-        })
-        .collect()
-}
-
-/// The live processes of a worker: its supervisor and everything below it.
-pub fn process_tree(pid: u32) -> Vec<u32> {
-    tree(&process_table(), pid)
-        .into_iter()
-        .filter(|p| process_alive(*p))
-        .collect()
-}
-
-/// Stop a worker: its supervisor's process group and every process below
-/// it (taken before the first signal, as orphans lose their parent), with
-/// SIGTERM, then SIGKILL after [`WORKER_STOP_GRACE`]. Returns whether all
-/// are gone.
-pub async fn stop_group(pgid: u32) -> bool {
-    use nix::sys::signal::{Signal, kill, killpg};
-    use nix::unistd::Pid;
-    let Ok(raw) = i32::try_from(pgid) else {
-        return false;
-    };
-    let pids: Vec<Pid> = process_tree(pgid)
-        .into_iter()
-        .filter_map(|p| i32::try_from(p).ok().map(Pid::from_raw))
-        .collect();
-    let group = Pid::from_raw(raw);
-    let signal_all = |sig: Signal| {
-        let _ = killpg(group, sig);
-        for p in &pids {
-            let _ = kill(*p, sig);
-        }
-    };
-    let all_gone = || killpg(group, None).is_err() && pids.iter().all(|p| kill(*p, None).is_err());
-    signal_all(Signal::SIGTERM);
-    let deadline = tokio::time::Instant::now() + WORKER_STOP_GRACE;
-    while tokio::time::Instant::now() < deadline {
-        if all_gone() {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    signal_all(Signal::SIGKILL);
-    tokio::time::sleep(Duration::from_millis(50)).await;
-    all_gone()
+/// Stop a worker: its supervisor and every process below it (the agent
+/// and the tool commands it runs in groups of their own), through the one
+/// tree stop ([`crate::proctree::stop_tree`]), SIGKILL after
+/// [`WORKER_STOP_GRACE`]. Returns whether all are gone.
+pub async fn stop(pid: u32) -> bool {
+    crate::proctree::stop_tree(pid, WORKER_STOP_GRACE).await
 }
 
 #[cfg(test)]
@@ -782,53 +971,283 @@ mod tests {
             ("/x/hoop sentinel run --home bolt --card 12", 12, false),
             ("sleep 12", 12, false),
             ("", 12, false),
+            (
+                "systemd-run --user --scope --unit=hoop-worker-bolt-12 -- /x/hoop worker run --home bolt --card 12",
+                12,
+                true,
+            ),
+            ("/x/hoop worker run --home bolt --card x12", 12, false),
         ];
         for (cmd, card, want) in rows {
             assert_eq!(supervisor_cmdline(&line(cmd), card), want, "{cmd} / {card}");
         }
+        assert_eq!(
+            supervisor_card(&line("/x/hoop worker run --card 7")),
+            Some(7)
+        );
+        assert_eq!(
+            supervisor_card(&line("/x/hoop worker spawn --card 7")),
+            None
+        );
+    }
+
+    fn rec(state: WorkerState) -> WorkerRecord {
+        crate::test_support::worker_record(9, state)
+    }
+
+    /// One decision per record: watched while its supervisor lives;
+    /// finished `failed` with what is known when it died running; its kept
+    /// finish landed when it died finishing; nothing once it is over.
+    #[test]
+    fn tend_table() {
+        let done = FinishTask {
+            result: Some("all green".into()),
+            ..FinishTask::status(CardStatus::Done)
+        };
+        let with = |state, f: &dyn Fn(&mut WorkerRecord)| {
+            let mut r = rec(state);
+            f(&mut r);
+            r
+        };
+        let died = with(WorkerState::Running, &|r| {
+            r.log_tail = Some("step 1\npanicked: disk full\n".into())
+        });
+        let rows: Vec<(&str, WorkerRecord, bool, Tend)> = vec![
+            (
+                "running, alive",
+                rec(WorkerState::Running),
+                true,
+                Tend::Watch,
+            ),
+            (
+                "running, supervisor gone: failed with its pid and log tail",
+                died,
+                false,
+                Tend::FinishOrphan(failed_finish(
+                    "the worker's supervisor (pid 4242) is gone before it finished its card; \
+                     its log ends with:\nstep 1\npanicked: disk full",
+                )),
+            ),
+            (
+                "running, supervisor gone, no log",
+                rec(WorkerState::Running),
+                false,
+                Tend::FinishOrphan(failed_finish(
+                    "the worker's supervisor (pid 4242) is gone before it finished its card",
+                )),
+            ),
+            (
+                "finishing, alive: its own supervisor lands it",
+                with(WorkerState::Finishing, &|r| r.finish = Some(done.clone())),
+                true,
+                Tend::Wait,
+            ),
+            (
+                "finishing, gone: the kept finish lands, text and all",
+                with(WorkerState::Finishing, &|r| r.finish = Some(done.clone())),
+                false,
+                Tend::LandFinish(done.clone()),
+            ),
+            (
+                "finishing, gone, nothing kept",
+                rec(WorkerState::Finishing),
+                false,
+                Tend::FinishOrphan(failed_finish(
+                    "the worker's supervisor is gone and its finish was not recorded",
+                )),
+            ),
+            ("finished", rec(WorkerState::Finished), false, Tend::Over),
+            (
+                "finished, pid reused",
+                rec(WorkerState::Finished),
+                true,
+                Tend::Over,
+            ),
+            ("stopped", rec(WorkerState::Stopped), false, Tend::Over),
+        ];
+        for (why, r, alive, want) in rows {
+            assert_eq!(tend(&r, alive), want, "{why}");
+        }
     }
 
     #[test]
-    fn tree_table() {
-        // 10 → 11 → 12 (its own group, as the CLI's Bash), 10 → 13; 20 apart.
-        let pairs = [(11, 10), (12, 11), (13, 10), (20, 1), (21, 20)];
-        assert_eq!(tree(&pairs, 10), [10, 11, 13, 12]);
-        assert_eq!(tree(&pairs, 12), [12]);
-        assert_eq!(tree(&pairs, 99), [99]);
-        // A cycle in a racy table never loops.
-        assert_eq!(tree(&[(1, 2), (2, 1)], 1), [1, 2]);
+    fn a_finish_is_retried_only_when_the_backend_or_the_network_failed() {
+        use hoop_api::Error as E;
+        let refused = |status| E::Refused {
+            status,
+            code: "c".into(),
+            message: "m".into(),
+        };
+        let rows: Vec<(E, bool)> = vec![
+            (E::Transport("reset".into()), true),
+            (E::RateLimited { retry_after: None }, true),
+            (
+                E::Unauthorized {
+                    message: "expired".into(),
+                },
+                true,
+            ),
+            (refused(500), true),
+            (refused(503), true),
+            (
+                E::Unparseable {
+                    status: 502,
+                    head: String::new(),
+                },
+                true,
+            ),
+            (refused(400), false),
+            (refused(403), false),
+            (refused(409), false),
+            (
+                E::Unparseable {
+                    status: 400,
+                    head: String::new(),
+                },
+                false,
+            ),
+            (
+                E::NotFound {
+                    code: "not_found".into(),
+                    message: "m".into(),
+                },
+                false,
+            ),
+            (
+                E::Decode {
+                    what: "finish",
+                    message: "m".into(),
+                },
+                false,
+            ),
+        ];
+        for (e, want) in rows {
+            assert_eq!(finish_retryable(&e), want, "{e:?}");
+        }
     }
 
     #[test]
-    fn the_live_tree_of_a_real_process_holds_its_children() {
-        let mut child = std::process::Command::new("sh")
-            .args(["-c", "sleep 30 & sleep 30; wait"])
-            .spawn()
-            .unwrap();
-        let pid = child.id();
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        while process_tree(pid).len() < 3 {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "{:?}",
-                process_tree(pid)
-            );
-            std::thread::sleep(Duration::from_millis(20));
+    fn the_supervisor_runs_in_a_scope_of_its_own_under_systemd_only() {
+        let exe = Path::new("/opt/hoop/bin/hoop");
+        assert_eq!(
+            supervisor_argv(exe, "bolt", 12, true),
+            [
+                "systemd-run",
+                "--user",
+                "--scope",
+                "--quiet",
+                "--collect",
+                "--unit=hoop-worker-bolt-12",
+                "--",
+                "/opt/hoop/bin/hoop",
+                "worker",
+                "run",
+                "--home",
+                "bolt",
+                "--card",
+                "12"
+            ]
+        );
+        assert_eq!(
+            supervisor_argv(exe, "bolt", 12, false),
+            [
+                "/opt/hoop/bin/hoop",
+                "worker",
+                "run",
+                "--home",
+                "bolt",
+                "--card",
+                "12"
+            ]
+        );
+        let rows = [
+            (Some("0f3a9c"), true),
+            (Some(""), false),
+            (Some("  "), false),
+            (None, false),
+        ];
+        for (id, want) in rows {
+            assert_eq!(under_systemd(id), want, "{id:?}");
         }
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        let kids = process_tree(pid);
-        assert!(kids.len() >= 3, "{kids:?}");
-        // Not a group leader: only the tree walk reaches the children. (The
-        // shell stays a zombie until it is waited for, so the answer is not
-        // looked at; each process is, below.)
-        let _ = rt.block_on(stop_group(pid));
-        let _ = child.wait();
-        for p in kids {
-            assert!(!process_alive(p), "{p} survived");
+    }
+
+    /// An ended worker keeps its record and its transcripts, nothing else.
+    #[test]
+    fn clean_up_keeps_the_record_and_the_transcripts_only() {
+        let root = tempfile::tempdir().unwrap();
+        let home = Home::new(root.path(), "bolt").unwrap();
+        let d = worker_dir(&home, 9);
+        let files = [
+            "worker.json",
+            "worker.log",
+            "prompt.txt",
+            "hook-status.json",
+            "work/out.txt",
+            "home/.claude.json",
+            "home/.claude/.credentials.json",
+            "home/.claude/settings.json",
+            "home/.claude/todos/t.json",
+            "home/.claude/projects/p/s.jsonl",
+            "home/.cursor/hooks.json",
+            "home/.config/cursor/auth.json",
+        ];
+        for f in files {
+            let p = d.join(f);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(&p, "x").unwrap();
         }
+        write_record(&home, &rec(WorkerState::Finished)).unwrap();
+        std::fs::write(log_path(&home, 9), "a\nb\nlast words\n").unwrap();
+        let r = close(&home, 9, |r| r.detail = Some("done".into())).unwrap();
+        assert_eq!(r.log_tail.as_deref(), Some("a\nb\nlast words\n"));
+        let mut left: Vec<String> = walk(&d)
+            .into_iter()
+            .map(|p| p.strip_prefix(&d).unwrap().display().to_string())
+            .collect();
+        left.sort();
+        assert_eq!(left, ["home/.claude/projects/p/s.jsonl", "worker.json"]);
+        assert_eq!(
+            read_record(&home, 9).unwrap().detail.as_deref(),
+            Some("done")
+        );
+        // Twice is the same.
+        close(&home, 9, |_| {}).unwrap();
+        assert_eq!(read_record(&home, 9).unwrap().log_tail, r.log_tail);
+    }
+
+    #[test]
+    fn the_credentials_go_at_once() {
+        let root = tempfile::tempdir().unwrap();
+        let home = Home::new(root.path(), "bolt").unwrap();
+        let s = scratch_home(&home, 9);
+        for f in [
+            ".claude.json",
+            ".claude/.credentials.json",
+            ".config/cursor/auth.json",
+            ".cursor/cli-config.json",
+            ".claude/projects/p/s.jsonl",
+        ] {
+            let p = s.join(f);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(&p, "x").unwrap();
+        }
+        remove_credentials(&home, 9);
+        let left: Vec<String> = walk(&s)
+            .into_iter()
+            .map(|p| p.strip_prefix(&s).unwrap().display().to_string())
+            .collect();
+        assert_eq!(left, [".claude/projects/p/s.jsonl"]);
+    }
+
+    #[test]
+    fn a_long_logs_tail_starts_at_a_line() {
+        let root = tempfile::tempdir().unwrap();
+        let home = Home::new(root.path(), "bolt").unwrap();
+        std::fs::create_dir_all(worker_dir(&home, 9)).unwrap();
+        assert_eq!(read_log_tail(&home, 9), None);
+        let long = format!("{}\nthe end\n", "x".repeat(WORKER_LOG_TAIL_BYTES * 2));
+        std::fs::write(log_path(&home, 9), &long).unwrap();
+        assert_eq!(read_log_tail(&home, 9).as_deref(), Some("the end\n"));
     }
 
     #[test]

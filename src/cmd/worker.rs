@@ -7,14 +7,17 @@ use std::path::{Path, PathBuf};
 use std::process::{ExitCode, Stdio};
 
 use anyhow::{Context, anyhow, bail};
-use hoop_api::types::{AssignTask, CardId, CardStatus, FinishTask, codes};
+use hoop_api::types::{AssignTask, CardId, FinishTask, codes};
 use hoop_api::{CardFilter, Client, ClientConfig, Error as ApiError};
 use hoop_core::clock::now_unix;
 use hoop_core::fsutil::{self, WriteOptions};
 use hoop_core::home::{Home, ROOT_ENV};
 use hoop_core::limits::MAX_LIVE_SUBCARDS;
 use hoop_sentinel::config::SentinelConfig;
-use hoop_sentinel::constants::WORKER_TIMEOUT;
+use hoop_sentinel::constants::{
+    WORKER_FINISH_PATIENCE, WORKER_FINISH_RETRY_MAX, WORKER_FINISH_RETRY_START,
+    WORKER_OUTPUT_KEEP_BYTES, WORKER_PIPE_DRAIN, WORKER_STOP_GRACE, WORKER_TIMEOUT,
+};
 use hoop_sentinel::worker::{self, AgentKind, Outcome, WorkerRecord, WorkerState};
 
 #[derive(clap::Subcommand)]
@@ -133,7 +136,9 @@ async fn spawn(a: SpawnArgs) -> anyhow::Result<ExitCode> {
             // Production's two steps: the card stands, unclaimed. It is
             // ours: finish it so that no orphan stays on the board.
             let why = format!("the worker could not claim its card: {message}");
-            let _ = client.finish_task(room, task_id, &failed(&why)).await;
+            let _ = client
+                .finish_task(room, task_id, &worker::failed_finish(&why))
+                .await;
             bail!("no worker started: {why} (card {task_id} was failed)")
         }
         Err(e) => return Err(e).context("creating the worker's sub-card"),
@@ -151,16 +156,21 @@ async fn spawn(a: SpawnArgs) -> anyhow::Result<ExitCode> {
         }
         Err(e) => {
             let why = format!("the worker could not start: {e:#}");
-            let _ = client.finish_task(room, card.id, &failed(&why)).await;
+            let _ = client
+                .finish_task(room, card.id, &worker::failed_finish(&why))
+                .await;
+            // Nothing of it stays but its record (the copied credentials
+            // least of all).
+            if worker::read_record(&home, card.id).is_ok() {
+                let _ = worker::close(&home, card.id, |r| {
+                    r.state = WorkerState::Finished;
+                    r.detail = Some(worker::bounded(&why));
+                });
+            } else {
+                let _ = std::fs::remove_dir_all(worker::worker_dir(&home, card.id));
+            }
             Err(anyhow!("{why} (card {} was failed)", card.id))
         }
-    }
-}
-
-fn failed(error: &str) -> FinishTask {
-    FinishTask {
-        error: Some(worker::bounded(error)),
-        ..FinishTask::status(CardStatus::Failed)
     }
 }
 
@@ -202,6 +212,9 @@ fn prepare_and_start(
         started_at: now_unix(),
         ended_at: None,
         detail: None,
+        announced: false,
+        finish: None,
+        log_tail: None,
     };
     worker::write_record(home, &record)?;
     let log = std::fs::OpenOptions::new()
@@ -209,19 +222,25 @@ fn prepare_and_start(
         .append(true)
         .open(worker::log_path(home, card.id))?;
     let exe = std::env::current_exe().context("locating the hoop binary")?;
+    let in_scope = worker::under_systemd(std::env::var("INVOCATION_ID").ok().as_deref());
+    let argv = worker::supervisor_argv(&exe, &home.name, card.id, in_scope);
     use std::os::unix::process::CommandExt;
-    let child = std::process::Command::new(exe)
-        .args(["worker", "run", "--home", &home.name, "--card"])
-        .arg(card.id.to_string())
+    let child = std::process::Command::new(&argv[0])
+        .args(&argv[1..])
         .env(ROOT_ENV, &home.root)
+        // Never the caller's directory: a sentinel's agent runs `spawn` in
+        // the home's work directory, whose processes a starting sentinel
+        // stops as its predecessor's leftovers.
+        .current_dir(worker::worker_dir(home, card.id))
         .stdin(Stdio::null())
         .stdout(Stdio::from(log.try_clone()?))
         .stderr(Stdio::from(log))
         // Its own process group: the sentinel stops the supervisor and the
-        // agent under it together, and the caller's shell can exit.
+        // agent under it together, the caller's shell can exit, and a
+        // launchd job's stop (by process group) never reaches it.
         .process_group(0)
         .spawn()
-        .context("starting the worker's supervisor")?;
+        .with_context(|| format!("starting the worker's supervisor ({})", argv[0]))?;
     record.pid = Some(child.id());
     worker::write_record(home, &record)?;
     Ok(child.id())
@@ -286,15 +305,116 @@ fn list(home: &str, json: bool) -> anyhow::Result<ExitCode> {
 }
 
 /// The supervisor: run the agent in the scratch HOME, then report the
-/// account's usage and finish the card with the result or the error.
+/// account's usage and finish the card with the result or the error. Every
+/// path after the record is read ends in a finish (an error is a `failed`
+/// one), kept in the record until it lands.
 async fn supervise(name: &str, card: CardId) -> anyhow::Result<ExitCode> {
     let home = Home::open(name)?;
-    let cfg = SentinelConfig::load(&home.dir())?;
     let record = worker::read_record(&home, card)?;
-    let prompt = std::fs::read_to_string(worker::prompt_path(&home, card))?;
-    let exe = std::env::current_exe()?;
-    let base = hoop_sentinel::daemon::agent_env(&home, &cfg, &exe);
-    let (env, removed) = worker::worker_env(&base, &worker::scratch_home(&home, card));
+    // Orphans of the agent's tree come to this process, which stops them
+    // with the run (a Bash tool's `cmd &` must not outlive the worker).
+    hoop_sentinel::proctree::become_subreaper();
+    let cfg = SentinelConfig::load(&home.dir());
+    let outcome = match &cfg {
+        Ok(cfg) => run_agent(&home, cfg, &record).await,
+        Err(e) => Outcome::Failed {
+            error: format!("the worker could not read its home's settings: {e}"),
+        },
+    };
+    // The run is over: nothing may log in with the copied credentials.
+    worker::remove_credentials(&home, card);
+    let client = client_for(&home);
+    if let (Ok(cfg), Ok(client)) = (&cfg, &client) {
+        report_usage(&home, cfg, client).await;
+    }
+    let (finish, detail) = worker::finish_for(&outcome);
+    // Recorded before the finish is tried: the renewer never stops a
+    // supervisor finishing its own card, and the text outlives this process.
+    let r = worker::update_record(&home, card, |r| {
+        r.state = WorkerState::Finishing;
+        r.ended_at = Some(now_unix());
+        r.detail = Some(detail.clone());
+        r.finish = Some(finish.clone());
+    })?;
+    let landed = match &client {
+        Ok(client) => land_finish(client, &r, &finish).await,
+        Err(e) => {
+            tracing::warn!(card, error = %e, "no backend client; the sentinel lands the finish");
+            false
+        }
+    };
+    if landed {
+        tracing::info!(card, "worker card finished: {detail}");
+        worker::close(&home, card, |r| {
+            r.state = WorkerState::Finished;
+            r.finish = None;
+        })?;
+    } else {
+        // Kept in the record: the sentinel lands it once this process is gone.
+        tracing::warn!(
+            card,
+            "the worker's finish did not land; the sentinel tries again"
+        );
+        worker::close(&home, card, |_| {})?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Try the finish with backoff until it lands, is refused for good, or
+/// [`WORKER_FINISH_PATIENCE`] passes. True when nothing more is to be done.
+async fn land_finish(client: &Client, r: &WorkerRecord, finish: &FinishTask) -> bool {
+    let card = r.card_id;
+    let give_up = tokio::time::Instant::now() + WORKER_FINISH_PATIENCE;
+    let mut wait = WORKER_FINISH_RETRY_START;
+    loop {
+        match client.finish_task(r.conversation_id, card, finish).await {
+            Ok(a) => {
+                if !a.updated {
+                    tracing::info!(card, "worker card was already finished; nothing changed");
+                }
+                return true;
+            }
+            Err(e) if worker::finish_retryable(&e) => {
+                tracing::warn!(card, error = %e, secs = wait.as_secs(), "finishing the worker card failed; trying again");
+            }
+            Err(e) => {
+                tracing::warn!(card, error = %e, "finishing the worker card was refused");
+                return true;
+            }
+        }
+        if tokio::time::Instant::now() + wait > give_up {
+            return false;
+        }
+        tokio::time::sleep(wait).await;
+        wait = (wait * 2).min(WORKER_FINISH_RETRY_MAX);
+    }
+}
+
+/// Run the agent to its end, within [`WORKER_TIMEOUT`]; then stop its whole
+/// tree and whatever it orphaned (this process is their subreaper). Every
+/// failure is an outcome, never an early return.
+async fn run_agent(home: &Home, cfg: &SentinelConfig, record: &WorkerRecord) -> Outcome {
+    let card = record.card_id;
+    let prompt = match std::fs::read_to_string(worker::prompt_path(home, card)) {
+        Ok(p) => p,
+        Err(e) => {
+            return Outcome::Failed {
+                error: format!("the worker's prompt is unreadable: {e}"),
+            };
+        }
+    };
+    // Read once: the file goes when the run ends.
+    worker::remove_prompt(home, card);
+    let exe = match std::env::current_exe() {
+        Ok(e) => e,
+        Err(e) => {
+            return Outcome::Failed {
+                error: format!("locating the hoop binary: {e}"),
+            };
+        }
+    };
+    let base = hoop_sentinel::daemon::agent_env(home, cfg, &exe);
+    let (env, removed) = worker::worker_env(&base, &worker::scratch_home(home, card));
     let program = match record.agent {
         AgentKind::Claude => cfg.claude_bin.clone(),
         AgentKind::CursorAgent => PathBuf::from("cursor-agent"),
@@ -309,67 +429,87 @@ async fn supervise(name: &str, card: CardId) -> anyhow::Result<ExitCode> {
     }
     cmd.args(&args)
         .envs(&env)
-        .current_dir(worker::workdir(&home, card))
+        .current_dir(worker::workdir(home, card))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
+        // A group of its own, so whatever its tools leave behind is never
+        // in this process's group (the orphan rule tells them apart so).
+        .process_group(0)
         .kill_on_drop(true);
     tracing::info!(card, agent = record.agent.word(), "worker agent starting");
-    let outcome = match cmd.spawn() {
-        Err(e) => Outcome::Failed {
-            error: format!("could not start {}: {e}", program.display()),
-        },
-        Ok(mut child) => {
-            if let Some(mut stdin) = child.stdin.take() {
-                use tokio::io::AsyncWriteExt;
-                if record.agent == AgentKind::Claude {
-                    let _ = stdin.write_all(prompt.as_bytes()).await;
-                }
-                drop(stdin);
-            }
-            match tokio::time::timeout(WORKER_TIMEOUT, child.wait_with_output()).await {
-                Ok(Ok(out)) => worker::outcome(
-                    out.status.code(),
-                    &String::from_utf8_lossy(&out.stdout),
-                    &String::from_utf8_lossy(&out.stderr),
-                ),
-                Ok(Err(e)) => Outcome::Failed {
-                    error: format!("waiting for the agent: {e}"),
-                },
-                Err(_) => Outcome::Failed {
-                    error: format!(
-                        "the agent ran past the worker limit of {} s and was stopped",
-                        WORKER_TIMEOUT.as_secs()
-                    ),
-                },
-            }
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            return Outcome::Failed {
+                error: format!("could not start {}: {e}", program.display()),
+            };
         }
     };
-    let client = client_for(&home)?;
-    report_usage(&home, &cfg, &client).await;
-    let (finish, detail) = match &outcome {
-        Outcome::Done { result } => (
-            FinishTask {
-                result: Some(result.clone()),
-                ..FinishTask::status(CardStatus::Done)
-            },
-            "done".to_string(),
-        ),
-        Outcome::Failed { error } => (failed(error), format!("failed: {error}")),
-    };
-    // Recorded as finished before the finish, so the renewer never stops a
-    // supervisor that is finishing its own card.
-    let mut r = record;
-    r.state = WorkerState::Finished;
-    r.ended_at = Some(now_unix());
-    r.detail = Some(worker::bounded(&detail));
-    worker::write_record(&home, &r)?;
-    match client.finish_task(r.conversation_id, card, &finish).await {
-        Ok(a) if a.updated => tracing::info!(card, "worker card finished: {detail}"),
-        Ok(_) => tracing::info!(card, "worker card was already finished; nothing changed"),
-        Err(e) => tracing::warn!(card, error = %e, "finishing the worker card failed"),
+    let pid = child.id();
+    let _own = pid.map(hoop_sentinel::proctree::own);
+    if let Some(mut stdin) = child.stdin.take() {
+        use tokio::io::AsyncWriteExt;
+        if record.agent == AgentKind::Claude {
+            let _ = stdin.write_all(prompt.as_bytes()).await;
+        }
+        drop(stdin);
     }
-    Ok(ExitCode::SUCCESS)
+    // The pipes are read beside the wait: a leftover holding them open must
+    // not keep the run from ending.
+    let out = tokio::spawn(read_all(child.stdout.take()));
+    let err = tokio::spawn(read_all(child.stderr.take()));
+    let status = tokio::time::timeout(WORKER_TIMEOUT, child.wait()).await;
+    // Over either way: the agent's tree and every orphan it left.
+    if let Some(pid) = pid {
+        hoop_sentinel::proctree::stop_tree(pid, WORKER_STOP_GRACE).await;
+    }
+    let _ = child.wait().await;
+    hoop_sentinel::proctree::stop_adopted(|_| false, WORKER_STOP_GRACE).await;
+    let read = |h: tokio::task::JoinHandle<Vec<u8>>| async move {
+        match tokio::time::timeout(WORKER_PIPE_DRAIN, h).await {
+            Ok(Ok(b)) => b,
+            _ => Vec::new(),
+        }
+    };
+    let (stdout, stderr) = (read(out).await, read(err).await);
+    match status {
+        Ok(Ok(s)) => worker::outcome(
+            s.code(),
+            &String::from_utf8_lossy(&stdout),
+            &String::from_utf8_lossy(&stderr),
+        ),
+        Ok(Err(e)) => Outcome::Failed {
+            error: format!("waiting for the agent: {e}"),
+        },
+        Err(_) => Outcome::Failed {
+            error: format!(
+                "the agent ran past the worker limit of {} s and was stopped",
+                WORKER_TIMEOUT.as_secs()
+            ),
+        },
+    }
+}
+
+/// A pipe read to its end, keeping at most [`WORKER_OUTPUT_KEEP_BYTES`]
+/// (the last ones: the result line comes last).
+async fn read_all(pipe: Option<impl tokio::io::AsyncRead + Unpin>) -> Vec<u8> {
+    use tokio::io::AsyncReadExt;
+    let Some(mut pipe) = pipe else {
+        return Vec::new();
+    };
+    let mut kept = Vec::new();
+    let mut buf = [0u8; 8192];
+    loop {
+        match pipe.read(&mut buf).await {
+            Ok(0) | Err(_) => return kept,
+            Ok(n) => {
+                kept.extend_from_slice(&buf[..n]);
+                let over = kept.len().saturating_sub(WORKER_OUTPUT_KEEP_BYTES);
+                kept.drain(..over);
+            }
+        }
+    }
 }
 
 /// The account's cumulative totals, read over the home's and every

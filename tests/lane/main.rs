@@ -43,6 +43,7 @@ impl World {
             listener,
             runtime.clone(),
             MISSION.into(),
+            hoop_sentinel::constants::HOOK_STATUS_KEEP,
         ));
         World {
             _dir: dir,
@@ -423,4 +424,121 @@ async fn a_real_claude_run_with_the_installed_hooks_reaches_the_endpoint() {
     ];
     assert_eq!(got, want, "stream: {stream}");
     standin.shutdown().await;
+}
+
+/// Issue 23 item 10: the lane's address is stable. A run registered while
+/// no sentinel serves the lane gets the recorded address; its hooks reach
+/// the endpoint as soon as it is served again, on the same port. When that
+/// port is taken, the endpoint moves and records the new one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_lane_keeps_its_port_and_a_run_registered_while_it_is_down_reaches_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = dir.path().join("root");
+    let scratch = dir.path().join("scratch");
+    std::fs::create_dir_all(&scratch).unwrap();
+    let serve = |listener| {
+        tokio::spawn(hoop_sentinel::tasks::hook_status::run(
+            listener,
+            runtime.clone(),
+            MISSION.into(),
+            hoop_sentinel::constants::HOOK_STATUS_KEEP,
+        ))
+    };
+    // Never served: no address, no lane.
+    assert!(lane::register_run(&runtime, MISSION, "card-0").is_none());
+    let (listener, first) = hoop_sentinel::tasks::hook_status::bind(&runtime, MISSION)
+        .await
+        .unwrap();
+    let server = serve(listener);
+    // The sentinel stops: the endpoint is withdrawn, the port stays.
+    server.abort();
+    let _ = server.await;
+    lane::unpublish_endpoint(&runtime, MISSION);
+    assert!(!runtime.join("hook-status/bolt/endpoint").exists());
+    assert_eq!(lane::recorded_port(&runtime, MISSION), Some(first.port()));
+    // A worker spawned meanwhile gets the stable address.
+    let run = lane::register_run(&runtime, MISSION, "card-1").expect("a lane while down");
+    assert_eq!(run.endpoint, format!("http://127.0.0.1:{}", first.port()));
+    let spec = scratch.join("card-1.spec.json");
+    lane::install_lifecycle_hooks(&scratch, Agent::Claude, &spec, &run, Path::new(HOOP)).unwrap();
+    let (code, _, _, _) = relay_async(&spec, SESSION_START).await;
+    assert_eq!(code, 0, "nothing listens: the hook still exits 0");
+    // The sentinel is back, on the same port: the next hook lands.
+    let (listener, again) = hoop_sentinel::tasks::hook_status::bind(&runtime, MISSION)
+        .await
+        .unwrap();
+    assert_eq!(again.port(), first.port());
+    let server = serve(listener);
+    let stop = br#"{"hook_event_name":"Stop","session_id":"s"}"#;
+    let (code, _, _, _) = relay_async(&spec, stop).await;
+    assert_eq!(code, 0);
+    let v = lane::latest_signals(&runtime, MISSION)
+        .into_iter()
+        .find(|v| v.run_id == "card-1")
+        .unwrap();
+    assert_eq!(v.latest.map(|l| l.signal), Some(Signal::TurnFinished));
+    assert_eq!(v.received, 1);
+    server.abort();
+    let _ = server.await;
+    // Its port taken by another program: served elsewhere, recorded anew.
+    let squatter = std::net::TcpListener::bind(("127.0.0.1", first.port())).unwrap();
+    let (_listener, moved) = hoop_sentinel::tasks::hook_status::bind(&runtime, MISSION)
+        .await
+        .unwrap();
+    assert_ne!(moved.port(), first.port());
+    assert_eq!(lane::recorded_port(&runtime, MISSION), Some(moved.port()));
+    drop(squatter);
+}
+
+/// Issue 23 item 11: a run's projection goes `keep` after its end signal;
+/// a run still going (or one whose hooks are silent, until its
+/// registration is stale) stays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ended_runs_projection_is_removed_after_the_keep_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = dir.path().join("root");
+    let (listener, _) = hoop_sentinel::tasks::hook_status::bind(&runtime, MISSION)
+        .await
+        .unwrap();
+    tokio::spawn(hoop_sentinel::tasks::hook_status::run(
+        listener,
+        runtime.clone(),
+        MISSION.into(),
+        Duration::from_secs(1),
+    ));
+    let ended = lane::register_run(&runtime, MISSION, "card-1").unwrap();
+    let going = lane::register_run(&runtime, MISSION, "card-2").unwrap();
+    let now = hoop_core::clock::now_unix();
+    for (lane, signal) in [(&ended, Signal::Ended), (&going, Signal::TurnFinished)] {
+        lane::record_signal(
+            &runtime,
+            &lane::SignalPost {
+                token: lane.token.expose().into(),
+                mission_id: MISSION.into(),
+                run_id: lane.run.clone(),
+                signal,
+                detail: None,
+            },
+            now,
+        )
+        .unwrap();
+    }
+    let gone = runtime.join("hook-status/bolt/card-1.json");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while gone.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "the ended run's projection stayed"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        lane::latest_signals(&runtime, MISSION)
+            .iter()
+            .map(|v| v.run_id.as_str())
+            .collect::<Vec<_>>(),
+        ["card-2"]
+    );
+    assert!(runtime.join("hook-status/bolt/port").exists());
+    assert!(runtime.join("hook-status/bolt/endpoint").exists());
 }

@@ -6,6 +6,7 @@ mod harness;
 mod proxy;
 mod reliability;
 mod stall;
+mod trees;
 mod usage;
 mod workers;
 

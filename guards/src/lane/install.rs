@@ -195,12 +195,15 @@ mod tests {
             Path::new("/s/spec.json"),
         )
         .unwrap();
-        let cmd = "/opt/hoop hook-status --config /s/spec.json";
-        let mut want = json!({"version": 1, "hooks": {}});
-        for ev in CURSOR_EVENTS {
-            want["hooks"][*ev] = json!([{"command": cmd, "timeout": 10}]);
-        }
-        assert_eq!(v, want);
+        // Written out: the lifecycle events cursor-agent documents and the
+        // relay maps, nothing else.
+        let h = json!([{"command": "/opt/hoop hook-status --config /s/spec.json", "timeout": 10}]);
+        assert_eq!(
+            v,
+            json!({"version": 1, "hooks": {
+                "sessionStart": h, "stop": h, "sessionEnd": h, "postToolUseFailure": h,
+            }})
+        );
     }
 
     #[test]
@@ -221,16 +224,37 @@ mod tests {
             v["hooks"]["PreToolUse"][0]["hooks"][0]["command"],
             "hoop guard act"
         );
-        for ev in CLAUDE_EVENTS {
+        // Written out: the Claude Code lifecycle events the relay maps.
+        let want = [
+            "SessionStart",
+            "Stop",
+            "StopFailure",
+            "SessionEnd",
+            "PostToolUseFailure",
+            "Notification",
+        ];
+        for ev in want {
             assert_eq!(
-                v["hooks"][*ev],
+                v["hooks"][ev],
                 json!([{"matcher": "", "hooks": [{"type": "command",
                     "command": "/opt/hoop hook-status --config /s/spec.json", "timeout": 10}]}]),
                 "{ev}"
             );
         }
-        let events: Vec<&String> = v["hooks"].as_object().unwrap().keys().collect();
-        assert_eq!(events.len(), CLAUDE_EVENTS.len() + 1);
+        let mut events: Vec<&str> = v["hooks"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        events.sort_unstable();
+        let mut all = want.to_vec();
+        all.push("PreToolUse");
+        all.sort_unstable();
+        assert_eq!(
+            events, all,
+            "the mapped events and the seeded guard, nothing else"
+        );
         // Installing twice changes nothing.
         let again = merged_config(
             Target::Claude,

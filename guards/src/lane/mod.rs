@@ -13,8 +13,12 @@
 //!
 //! Layout: `<runtime>/hook-status/<mission>/<run>.json`, where the runtime
 //! dir is the hoop root ([`runtime_dir`]), the mission is the home's name and
-//! the run is the worker's card id; `<runtime>/hook-status/<mission>/endpoint`
-//! holds the address the home's sentinel listens on.
+//! the run is the worker's card id; `<runtime>/hook-status/<mission>/port`
+//! records the lane's port for good (every start of the sentinel serves it
+//! again, so a worker's address survives restarts) and
+//! `<runtime>/hook-status/<mission>/endpoint` holds the address while the
+//! home's sentinel serves it. A run's projection is removed a while after
+//! its end signal ([`store::sweep`]).
 
 pub mod install;
 pub mod relay;
@@ -29,8 +33,9 @@ pub use install::{Agent, InstallError, Installed, install_lifecycle_hooks};
 pub use relay::{HookStatusSpec, SIGNAL_PATH, mission_status_path};
 pub use signal::{Signal, map_payload};
 pub use store::{
-    NON_AUTHORITATIVE, Rejection, RunLane, RunView, SignalPost, SignalRecord, latest_signals,
-    publish_endpoint, record_signal, register_run,
+    NON_AUTHORITATIVE, Rejection, RunLane, RunView, SignalPost, SignalRecord, lane_address,
+    latest_signals, publish_endpoint, record_signal, recorded_port, register_run, sweep,
+    unpublish_endpoint,
 };
 
 /// The runtime dir of a home's lane: the hoop root the home lives under

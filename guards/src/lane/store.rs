@@ -22,8 +22,16 @@ pub const SPEC_VERSION: u32 = 1;
 pub const LANE_DIR: &str = "hook-status";
 
 /// The file inside a mission's directory where the running sentinel writes
-/// the address of its endpoint (`http://127.0.0.1:<port>`).
+/// the address of its endpoint (`http://127.0.0.1:<port>`) while it serves
+/// it; removed when it stops.
 pub const ENDPOINT_FILE: &str = "endpoint";
+
+/// The file inside a mission's directory recording the lane's port for good:
+/// every start of the sentinel serves the lane on it again, so a worker's
+/// spec (which holds the address from its spawn) reaches the sentinel
+/// across its restarts, and a worker spawned while it is down gets an
+/// address that works once it is back.
+pub const PORT_FILE: &str = "port";
 
 /// A safe id: 1–[`LANE_ID_MAX_CHARS`] of ASCII letters, digits, `-`, `_`
 /// and `.`, not starting with `.` — so it is always one plain path
@@ -51,6 +59,22 @@ pub fn run_path(runtime: &Path, mission: &str, run: &str) -> Option<PathBuf> {
 /// Where the sentinel of `mission` publishes its endpoint address.
 pub fn endpoint_path(runtime: &Path, mission: &str) -> Option<PathBuf> {
     is_safe_id(mission).then(|| mission_dir(runtime, mission).join(ENDPOINT_FILE))
+}
+
+/// Where the lane's port of `mission` is recorded.
+pub fn port_path(runtime: &Path, mission: &str) -> Option<PathBuf> {
+    is_safe_id(mission).then(|| mission_dir(runtime, mission).join(PORT_FILE))
+}
+
+/// The lane's recorded port, if one was ever recorded (and is a port).
+pub fn recorded_port(runtime: &Path, mission: &str) -> Option<u16> {
+    let text = std::fs::read_to_string(port_path(runtime, mission)?).ok()?;
+    text.trim().parse().ok().filter(|p| *p != 0)
+}
+
+/// The lane's stable address: the loopback endpoint on the recorded port.
+pub fn lane_address(runtime: &Path, mission: &str) -> Option<String> {
+    recorded_port(runtime, mission).map(|p| format!("http://127.0.0.1:{p}"))
 }
 
 /// A run's capability token. Its `Debug` never shows it.
@@ -218,13 +242,15 @@ pub fn register_run_at(runtime: &Path, mission: &str, run: &str, now: i64) -> Op
         tracing::warn!(mission, run, "hook-status: unsafe id; the run has no lane");
         return None;
     };
-    let endpoint = match read_endpoint(runtime, mission) {
+    // The stable address, so the lane works across the sentinel's restarts
+    // and for a worker spawned while it is down.
+    let endpoint = match lane_address(runtime, mission) {
         Some(e) => e,
         None => {
             tracing::warn!(
                 mission,
                 run,
-                "hook-status: no endpoint published (is the sentinel running?); the run has no lane"
+                "hook-status: no lane port recorded (the home's sentinel has never served it); the run has no lane"
             );
             return None;
         }
@@ -270,20 +296,36 @@ pub fn read_endpoint(runtime: &Path, mission: &str) -> Option<String> {
     super::relay::loopback_addr(e).map(|_| e.to_string())
 }
 
-/// Publish the endpoint address (the sentinel, once it listens).
+/// Publish the endpoint address (the sentinel, once it listens) and record
+/// its port for good.
 pub fn publish_endpoint(
     runtime: &Path,
     mission: &str,
     addr: std::net::SocketAddr,
 ) -> std::io::Result<()> {
-    let path = endpoint_path(runtime, mission).ok_or_else(|| {
-        std::io::Error::new(std::io::ErrorKind::InvalidInput, "unsafe mission id")
-    })?;
+    let unsafe_id = || std::io::Error::new(std::io::ErrorKind::InvalidInput, "unsafe mission id");
+    let port = port_path(runtime, mission).ok_or_else(unsafe_id)?;
+    if recorded_port(runtime, mission) != Some(addr.port()) {
+        write_atomic(
+            &port,
+            format!("{}\n", addr.port()).as_bytes(),
+            WriteOptions::default(),
+        )?;
+    }
+    let path = endpoint_path(runtime, mission).ok_or_else(unsafe_id)?;
     write_atomic(
         &path,
         format!("http://{addr}\n").as_bytes(),
         WriteOptions::default(),
     )
+}
+
+/// Withdraw the endpoint address (the sentinel, when it stops): no file
+/// says a lane is served while nothing serves it. The port stays recorded.
+pub fn unpublish_endpoint(runtime: &Path, mission: &str) {
+    if let Some(p) = endpoint_path(runtime, mission) {
+        let _ = std::fs::remove_file(p);
+    }
 }
 
 /// Record one signal against its registration: the endpoint's only write.
@@ -318,17 +360,16 @@ pub fn record_signal(runtime: &Path, post: &SignalPost, now: i64) -> Result<(), 
     write_entry(&path, &entry).map_err(|_| Rejection::Io)
 }
 
-/// Every run of one mission, newest registration first, at most
-/// [`LANE_READ_CAP`]; an unreadable entry is skipped. Re-reads the disk on
-/// every call. Non-authoritative: a hook may never have fired.
-pub fn latest_signals(runtime: &Path, mission: &str) -> Vec<RunView> {
-    if !is_safe_id(mission) {
-        return Vec::new();
-    }
+/// The projection files of one mission with their change times, most
+/// recently changed first (no file is parsed here).
+fn projection_files(
+    runtime: &Path,
+    mission: &str,
+) -> Vec<(std::time::SystemTime, String, PathBuf)> {
     let Ok(dir) = std::fs::read_dir(mission_dir(runtime, mission)) else {
         return Vec::new();
     };
-    let mut out: Vec<RunView> = dir
+    let mut files: Vec<(std::time::SystemTime, String, PathBuf)> = dir
         .flatten()
         .filter_map(|e| {
             let name = e.file_name();
@@ -336,24 +377,88 @@ pub fn latest_signals(runtime: &Path, mission: &str) -> Vec<RunView> {
             if !is_safe_id(&run) {
                 return None;
             }
-            let entry = read_entry(&e.path())?;
-            (entry.run_id == run && entry.mission_id == mission).then_some(RunView {
+            let changed = e.metadata().ok()?.modified().ok()?;
+            Some((changed, run, e.path()))
+        })
+        .collect();
+    files.sort_by_key(|f| std::cmp::Reverse(f.0));
+    files
+}
+
+/// Every run of one mission, newest registration first, at most
+/// [`LANE_READ_CAP`]; an unreadable entry is skipped. Re-reads the disk on
+/// every call, the most recently changed files first, and stops parsing at
+/// the cap (a registration is never newer than its file's last change).
+/// Non-authoritative: a hook may never have fired.
+pub fn latest_signals(runtime: &Path, mission: &str) -> Vec<RunView> {
+    if !is_safe_id(mission) {
+        return Vec::new();
+    }
+    let mut out: Vec<RunView> = Vec::new();
+    for (_, run, path) in projection_files(runtime, mission) {
+        if out.len() >= LANE_READ_CAP {
+            break;
+        }
+        let Some(entry) = read_entry(&path) else {
+            continue;
+        };
+        if entry.run_id == run && entry.mission_id == mission {
+            out.push(RunView {
                 mission_id: entry.mission_id,
                 run_id: entry.run_id,
                 registered_at: entry.registered_at,
                 latest: entry.latest,
                 recent: entry.recent,
                 received: entry.received,
-            })
-        })
-        .collect();
+            });
+        }
+    }
     out.sort_by(|a, b| {
         b.registered_at
             .cmp(&a.registered_at)
             .then(a.run_id.cmp(&b.run_id))
     });
-    out.truncate(LANE_READ_CAP);
     out
+}
+
+/// Whether a run's projection is kept no longer at `now`: `keep` seconds
+/// after its end signal (`ended` / `ended-error`), or `keep` seconds after
+/// its registration went stale (a run whose end never came: killed, or an
+/// agent without the hook). Pure.
+pub fn projection_expired(
+    latest: Option<&SignalRecord>,
+    registered_at: i64,
+    now: i64,
+    keep: i64,
+) -> bool {
+    let ended_at = latest
+        .filter(|r| matches!(r.signal, Signal::Ended | Signal::EndedError))
+        .map(|r| r.at);
+    match ended_at {
+        Some(at) => now.saturating_sub(at) > keep,
+        None => now.saturating_sub(registered_at) > LANE_REGISTRATION_TTL_SECS.saturating_add(keep),
+    }
+}
+
+/// Remove the projections of `mission` that [`projection_expired`] at
+/// `now`; only projection files are ever removed (never the endpoint, the
+/// port or an unreadable file). Returns the runs removed.
+pub fn sweep(runtime: &Path, mission: &str, now: i64, keep: i64) -> Vec<String> {
+    if !is_safe_id(mission) {
+        return Vec::new();
+    }
+    let mut gone = Vec::new();
+    for (_, run, path) in projection_files(runtime, mission) {
+        let Some(entry) = read_entry(&path) else {
+            continue;
+        };
+        if projection_expired(entry.latest.as_ref(), entry.registered_at, now, keep)
+            && std::fs::remove_file(&path).is_ok()
+        {
+            gone.push(run);
+        }
+    }
+    gone
 }
 
 #[cfg(test)]
@@ -542,7 +647,124 @@ mod tests {
             .collect();
         let mut names = names;
         names.sort();
-        assert_eq!(names, vec!["card-1.json", "endpoint"]);
+        assert_eq!(names, vec!["card-1.json", "endpoint", "port"]);
+    }
+
+    #[test]
+    fn projection_expiry_table() {
+        let keep = 3600;
+        let at = |signal, at| {
+            Some(SignalRecord {
+                signal,
+                detail: None,
+                at,
+            })
+        };
+        let ttl = LANE_REGISTRATION_TTL_SECS;
+        // (why, latest, registered at, now, expired)
+        let rows: Vec<(&str, Option<SignalRecord>, i64, i64, bool)> = vec![
+            (
+                "ended, within keep",
+                at(Signal::Ended, NOW),
+                NOW,
+                NOW + keep,
+                false,
+            ),
+            (
+                "ended, past keep",
+                at(Signal::Ended, NOW),
+                NOW,
+                NOW + keep + 1,
+                true,
+            ),
+            (
+                "ended on error, past keep",
+                at(Signal::EndedError, NOW),
+                NOW,
+                NOW + keep + 1,
+                true,
+            ),
+            (
+                "a turn finished is not an end",
+                at(Signal::TurnFinished, NOW),
+                NOW,
+                NOW + keep + 1,
+                false,
+            ),
+            (
+                "interrupted is not an end",
+                at(Signal::Interrupted, NOW),
+                NOW,
+                NOW + keep + 1,
+                false,
+            ),
+            ("no signal, fresh", None, NOW, NOW + keep + 1, false),
+            (
+                "no signal, stale but within keep",
+                None,
+                NOW,
+                NOW + ttl + keep,
+                false,
+            ),
+            (
+                "no signal, stale past keep",
+                None,
+                NOW,
+                NOW + ttl + keep + 1,
+                true,
+            ),
+            (
+                "running, stale past keep",
+                at(Signal::Running, NOW),
+                NOW,
+                NOW + ttl + keep + 1,
+                true,
+            ),
+        ];
+        for (why, latest, reg, now, want) in rows {
+            assert_eq!(
+                projection_expired(latest.as_ref(), reg, now, keep),
+                want,
+                "{why}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_sweep_removes_only_expired_projections() {
+        let rt = runtime_with_endpoint("bolt");
+        let a = register_run_at(rt.path(), "bolt", "card-1", NOW).unwrap();
+        register_run_at(rt.path(), "bolt", "card-2", NOW).unwrap();
+        record_signal(rt.path(), &post(&a, Signal::Ended), NOW).unwrap();
+        std::fs::write(rt.path().join("hook-status/bolt/card-3.json"), "{not json").unwrap();
+        assert!(sweep(rt.path(), "bolt", NOW + 10, 10).is_empty());
+        assert_eq!(sweep(rt.path(), "bolt", NOW + 11, 10), ["card-1"]);
+        let mut names: Vec<String> = std::fs::read_dir(rt.path().join("hook-status/bolt"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["card-2.json", "card-3.json", "endpoint", "port"]);
+        assert!(sweep(rt.path(), "..", NOW + 11, 10).is_empty());
+    }
+
+    /// Reads take the most recently changed projections first: a run
+    /// registered long ago that signalled last is shown even when the cap
+    /// is full of newer registrations.
+    #[test]
+    fn reads_take_the_most_recently_changed_runs_first() {
+        let rt = runtime_with_endpoint("bolt");
+        let old = register_run_at(rt.path(), "bolt", "old", NOW - 1000).unwrap();
+        for i in 0..LANE_READ_CAP {
+            register_run_at(rt.path(), "bolt", &format!("card-{i}"), NOW + i as i64).unwrap();
+        }
+        record_signal(rt.path(), &post(&old, Signal::Running), NOW).unwrap();
+        let views = latest_signals(rt.path(), "bolt");
+        assert_eq!(views.len(), LANE_READ_CAP);
+        assert!(views.iter().any(|v| v.run_id == "old"));
+        // Newest registration first, still.
+        assert_eq!(views[0].run_id, format!("card-{}", LANE_READ_CAP - 1));
+        assert_eq!(views.last().unwrap().run_id, "old");
     }
 
     #[test]

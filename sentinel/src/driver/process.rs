@@ -1,8 +1,10 @@
 //! One running agent process: spawn it in its own process group, write
 //! stream-json lines to its stdin, read its stdout line by line until a
 //! `result` (or EOF, or a deadline), keep the tail of its stderr, and end it
-//! — closing stdin first, then SIGTERM to the group, then SIGKILL after a
-//! grace period.
+//! — closing stdin first, then its whole process tree (the CLI, the tool
+//! commands it runs in groups of their own, what they started) through
+//! [`crate::proctree`]: SIGTERM, SIGKILL after a grace period; and the
+//! orphans it left to the daemon, a child subreaper (workers excepted).
 
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -140,6 +142,9 @@ pub struct AgentProcess {
     stderr: Arc<StderrPipe>,
     pid: Option<u32>,
     exit: Option<ExitInfo>,
+    /// Registered as the daemon's own child while it lives, so the orphan
+    /// reaper never collects its exit status.
+    _own: Option<crate::proctree::OwnChild>,
 }
 
 fn exit_info(s: std::process::ExitStatus) -> ExitInfo {
@@ -168,6 +173,7 @@ impl AgentProcess {
             .kill_on_drop(true);
         let mut child = cmd.spawn()?;
         let pid = child.id();
+        let own = pid.map(crate::proctree::own);
         let stdin = child.stdin.take();
         let stdout = child
             .stdout
@@ -203,6 +209,7 @@ impl AgentProcess {
             stderr: stderr_buf,
             pid,
             exit: None,
+            _own: own,
         })
     }
 
@@ -309,23 +316,41 @@ impl AgentProcess {
         }
     }
 
-    /// SIGTERM to the whole group, SIGKILL after `grace`; returns the exit.
+    /// Stop the whole tree — the CLI and every process below it, whatever
+    /// its group — with SIGTERM, SIGKILL after `grace`; then what is left in
+    /// its group and the orphans it left to the daemon (workers excepted:
+    /// they outlive turns by design). Returns the CLI's exit.
     pub async fn kill(&mut self, grace: Duration) -> ExitInfo {
-        if let Some(e) = self.try_exit() {
-            self.signal_group(Signal::SIGKILL);
-            return e;
-        }
-        self.signal_group(Signal::SIGTERM);
-        if let Some(e) = self.wait_exit(grace).await {
-            // Tool children the CLI left behind go too.
-            self.signal_group(Signal::SIGKILL);
-            return e;
-        }
+        let exit = match self.try_exit() {
+            Some(e) => e,
+            None => {
+                match self.pid {
+                    Some(pid) => {
+                        crate::proctree::stop_tree(pid, grace).await;
+                    }
+                    None => {
+                        let _ = self.child.start_kill();
+                    }
+                }
+                match self.wait_exit(grace).await {
+                    Some(e) => e,
+                    None => {
+                        let _ = self.child.start_kill();
+                        self.wait_exit(grace)
+                            .await
+                            .unwrap_or(ExitInfo::Signal(Signal::SIGKILL as i32))
+                    }
+                }
+            }
+        };
+        // Tool children the CLI left behind in its group go too, and so do
+        // the orphans its tree left to the daemon.
         self.signal_group(Signal::SIGKILL);
-        let _ = self.child.start_kill();
-        self.wait_exit(grace)
-            .await
-            .unwrap_or(ExitInfo::Signal(Signal::SIGKILL as i32))
+        let stopped = crate::proctree::stop_adopted(crate::worker::is_any_supervisor, grace).await;
+        if !stopped.is_empty() {
+            tracing::info!(pids = ?stopped, "stopped processes the agent left behind");
+        }
+        exit
     }
 
     /// Close stdin and let the process exit by itself within `grace`, else

@@ -12,6 +12,7 @@
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Router;
 use axum::body::Bytes;
@@ -93,19 +94,37 @@ async fn show(State(ep): State<Arc<Endpoint>>, Path(mission): Path<String>) -> R
     }
 }
 
-/// Bind `127.0.0.1:0` (loopback only, any free port) and publish the
-/// address for the home's workers; `None` (logged) when either fails — the
-/// workers then run without a lane.
+/// Bind the lane's recorded port on `127.0.0.1` (loopback only) — a
+/// worker's spec holds the address from its spawn, so the lane must stay
+/// where it was — or, the first time (or when that port is taken), any
+/// free port, recorded for the next start; then publish the address for
+/// the home's workers. `None` (logged) when either fails: the workers then
+/// run without a lane.
 pub async fn bind(
     runtime: &std::path::Path,
     mission: &str,
 ) -> Option<(tokio::net::TcpListener, SocketAddr)> {
-    let listener = match tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await {
-        Ok(l) => l,
-        Err(e) => {
-            tracing::warn!(error = %e, "hook-status endpoint not served; workers run without a lane");
-            return None;
+    let recorded = lane::recorded_port(runtime, mission);
+    let mut listener = None;
+    if let Some(port) = recorded {
+        match tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, port)).await {
+            Ok(l) => listener = Some(l),
+            Err(e) => tracing::warn!(
+                port,
+                error = %e,
+                "hook-status: the lane's recorded port is taken; serving on a new one (workers started before keep no lane)"
+            ),
         }
+    }
+    let listener = match listener {
+        Some(l) => l,
+        None => match tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await {
+            Ok(l) => l,
+            Err(e) => {
+                tracing::warn!(error = %e, "hook-status endpoint not served; workers run without a lane");
+                return None;
+            }
+        },
     };
     let addr = listener.local_addr().ok()?;
     if let Err(e) = lane::publish_endpoint(runtime, mission, addr) {
@@ -115,9 +134,46 @@ pub async fn bind(
     Some((listener, addr))
 }
 
-/// Serve the endpoint until the task is aborted.
-pub async fn run(listener: tokio::net::TcpListener, runtime: PathBuf, mission: String) {
-    if let Err(e) = axum::serve(listener, router(runtime, mission)).await {
-        tracing::warn!(error = %e, "hook-status endpoint stopped");
+/// How often the projections are swept: half the keep time, within
+/// bounds (a second at least; at most every [`SWEEP_EVERY_MAX`]).
+pub fn sweep_every(keep: Duration) -> Duration {
+    (keep / 2).clamp(Duration::from_secs(1), SWEEP_EVERY_MAX)
+}
+
+/// Serve the endpoint until the task is aborted; every [`sweep_every`]
+/// remove the projections of runs that ended more than `keep` ago.
+pub async fn run(
+    listener: tokio::net::TcpListener,
+    runtime: PathBuf,
+    mission: String,
+    keep: Duration,
+) {
+    let sweeper = {
+        let (runtime, mission) = (runtime.clone(), mission.clone());
+        async move {
+            let keep_secs = i64::try_from(keep.as_secs()).unwrap_or(i64::MAX);
+            loop {
+                tokio::time::sleep(sweep_every(keep)).await;
+                let (rt, m) = (runtime.clone(), mission.clone());
+                let now = hoop_core::clock::now_unix();
+                if let Ok(gone) =
+                    tokio::task::spawn_blocking(move || lane::sweep(&rt, &m, now, keep_secs)).await
+                    && !gone.is_empty()
+                {
+                    tracing::debug!(runs = ?gone, "hook-status projections removed after their end");
+                }
+            }
+        }
+    };
+    tokio::select! {
+        r = axum::serve(listener, router(runtime, mission)) => {
+            if let Err(e) = r {
+                tracing::warn!(error = %e, "hook-status endpoint stopped");
+            }
+        }
+        _ = sweeper => {}
     }
 }
+
+/// The longest time between two sweeps of the projections.
+pub const SWEEP_EVERY_MAX: Duration = Duration::from_secs(600);

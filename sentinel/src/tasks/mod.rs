@@ -6,6 +6,7 @@ pub mod cycle;
 pub mod heartbeat;
 pub mod hook_status;
 pub mod lease;
+pub mod orphans;
 pub mod patrol;
 pub mod reaper;
 pub mod ws;

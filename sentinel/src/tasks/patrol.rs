@@ -1,16 +1,24 @@
-//! The patrol ticker: one timer per declared patrol. Each tick runs the
-//! prescan (no model call), and [`crate::patrol::judge`] decides: a quiet
-//! exit ends the tick with one debug line; findings or a failure become a
-//! [`PatrolFire`] for the cycle, which runs it as a round under the same
-//! turn lock and failure policy as message rounds. A patrol whose last fire
-//! is still queued or running skips its tick (rounds never pile up).
+//! The patrol ticker: one timer per declared patrol. A tick first looks at
+//! the patrol's staged findings ([`crate::patrol::plan_tick`]): while some
+//! wait, it offers the next span (or the same span again, saying so) and
+//! runs no prescan. Otherwise it runs the prescan (no model call), and
+//! [`crate::patrol::judge`] decides: a quiet exit ends the tick with one
+//! debug line; findings are staged and their first span offered; a failure
+//! is offered as it is. An offer is a [`PatrolFire`] for the cycle, which
+//! runs it as a round under the same turn lock and failure policy as
+//! message rounds. A patrol whose last fire is still queued or running
+//! skips its tick (rounds never pile up).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 
-use hoop_core::limits::{BRIEF_BODY_CAP_BYTES, PATROL_STDERR_KEEP_BYTES};
+use std::time::Duration;
+
+use hoop_core::limits::PATROL_STDERR_KEEP_BYTES;
+
+use crate::constants::{PATROL_DRAIN, PATROL_OUTPUT_CAP_BYTES};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::time::{Instant, sleep_until};
@@ -30,8 +38,9 @@ pub struct PatrolFire {
     pub name: String,
     /// The turn's user message (header, patrol line, brief body).
     pub message: String,
-    /// Move the patrol cursor if the round lands (findings only: a broken
-    /// prescan's proposal is never trusted).
+    /// The round carries staged findings (its span is recorded in the
+    /// patrol's state and settled after the turn); false for a failed
+    /// prescan's round (a broken prescan's proposal is never trusted).
     pub commit_cursor: bool,
     /// The patrol's state directory.
     pub dir: PathBuf,
@@ -52,11 +61,12 @@ pub async fn run(
     patrols: Vec<Patrol>,
     tx: UnboundedSender<PatrolFire>,
     in_flight: InFlight,
+    skip_after: Duration,
 ) {
     let loops = patrols.into_iter().map(|p| {
         let (home_dir, env, tx, in_flight) =
             (home_dir.clone(), env.clone(), tx.clone(), in_flight.clone());
-        async move { tick_loop(&home_dir, &env, p, tx, in_flight).await }
+        async move { tick_loop(&home_dir, &env, p, tx, in_flight, skip_after).await }
     });
     futures_util::future::join_all(loops).await;
 }
@@ -67,6 +77,7 @@ async fn tick_loop(
     p: Patrol,
     tx: UnboundedSender<PatrolFire>,
     in_flight: InFlight,
+    skip_after: Duration,
 ) {
     let dir = patrol::patrol_dir(home_dir, &p.name);
     let mut next = Instant::now() + p.interval;
@@ -80,43 +91,8 @@ async fn tick_loop(
         if let Err(e) = std::fs::create_dir_all(&dir) {
             tracing::warn!(patrol = %p.name, error = %e, "patrol directory unusable");
         }
-        let leftover = patrol::take_leftover(&dir);
-        let run = prescan(&p, &dir, env).await;
-        let verdict = patrol::judge(&run, p.quiet_exit);
-        let (commit_cursor, reoffered) = match &verdict {
-            Verdict::Quiet => {
-                patrol::take_leftover(&dir);
-                tracing::debug!(patrol = %p.name, "🔭 patrol quiet: no round, no model call");
-                continue;
-            }
-            Verdict::Found(_) => {
-                tracing::info!(
-                    patrol = %p.name,
-                    reoffered = leftover,
-                    "🔭 patrol found something; waking the agent with a brief{}",
-                    if leftover {
-                        " (offered again: the last round did not land)"
-                    } else {
-                        ""
-                    }
-                );
-                (true, leftover)
-            }
-            Verdict::Failed(why) => {
-                // A broken prescan's cursor proposal is not trusted.
-                patrol::take_leftover(&dir);
-                tracing::warn!(patrol = %p.name, failure = %why, "🔭 patrol prescan failed; waking the agent with the failure");
-                (false, false)
-            }
-        };
-        let Some(body) = patrol::brief_body(&p, &verdict) else {
+        let Some(fire) = tick(&p, &dir, env, skip_after).await else {
             continue;
-        };
-        let fire = PatrolFire {
-            name: p.name.clone(),
-            message: patrol::patrol_message(&p, &body, reoffered),
-            commit_cursor,
-            dir: dir.clone(),
         };
         in_flight
             .lock()
@@ -128,9 +104,119 @@ async fn tick_loop(
     }
 }
 
+/// One tick: what the state or the prescan asks for, as a fire (`None`:
+/// nothing to do this tick).
+async fn tick(
+    p: &Patrol,
+    dir: &Path,
+    env: &BTreeMap<String, String>,
+    skip_after: Duration,
+) -> Option<PatrolFire> {
+    let mut st = match patrol::load_state(dir) {
+        Ok(st) => st,
+        Err(e) => {
+            tracing::error!(patrol = %p.name, error = %e, "patrol state unreadable; this patrol waits until it is fixed or removed");
+            return None;
+        }
+    };
+    let now = hoop_core::clock::now_unix();
+    let skip_secs = i64::try_from(skip_after.as_secs()).unwrap_or(i64::MAX);
+    let (mut next, skipped) = patrol::plan_tick(&mut st, now, skip_secs);
+    if let Some(k) = &skipped {
+        tracing::warn!(patrol = %p.name, span = %k.describe(), "⏭️ patrol findings skipped: their rounds kept failing; named in every brief until a round lands");
+    }
+    if next == patrol::Next::Prescan {
+        let run = prescan(p, dir, env).await;
+        let verdict = patrol::judge(&run, p.quiet_exit);
+        let cursor_next = patrol::take_cursor_next(dir);
+        match verdict {
+            Verdict::Quiet => {
+                tracing::debug!(patrol = %p.name, "🔭 patrol quiet: no round, no model call");
+                return None;
+            }
+            Verdict::Failed(why) => {
+                // A broken prescan's cursor proposal is not trusted.
+                tracing::warn!(patrol = %p.name, failure = %why, "🔭 patrol prescan failed; waking the agent with the failure");
+                let body = patrol::brief_body(p, &Verdict::Failed(why), &st.skipped)?;
+                return Some(PatrolFire {
+                    name: p.name.clone(),
+                    message: patrol::patrol_message(p, &body, false),
+                    commit_cursor: false,
+                    dir: dir.to_path_buf(),
+                });
+            }
+            Verdict::Found(out) => {
+                let findings = patrol::findings(&out);
+                tracing::info!(patrol = %p.name, findings = findings.len(), "🔭 patrol found something; staged, waking the agent with a brief");
+                st.staged = Some(patrol::Staged {
+                    findings,
+                    cursor_next,
+                    delivered: 0,
+                    staged_at: now,
+                    attempt: None,
+                });
+                next = patrol::plan_tick(&mut st, now, skip_secs).0;
+            }
+        }
+    }
+    match next {
+        patrol::Next::Commit => {
+            // Every staged finding was delivered or skipped.
+            if let Some(staged) = st.staged.take()
+                && let Some(c) = staged.cursor_next
+                && let Err(e) = patrol::write_cursor(dir, &c)
+            {
+                tracing::warn!(patrol = %p.name, error = %e, "patrol cursor not committed");
+                return None;
+            }
+            tracing::info!(patrol = %p.name, "📌 patrol cursor committed");
+            save(p, dir, &st);
+            None
+        }
+        patrol::Next::Offer { from, to, again } => {
+            let staged = st.staged.as_ref()?;
+            let (body, to) = patrol::findings_brief(p, &staged.findings, from, to, &st.skipped);
+            let of = staged.findings.len();
+            // The span is recorded before the fire: a re-offer carries the
+            // same findings even if the next daemon runs it.
+            patrol::begin(&mut st, from, to, 0);
+            if let Some(a) = st.staged.as_mut().and_then(|s| s.attempt.as_mut()) {
+                a.running_pid = None;
+            }
+            if !save(p, dir, &st) {
+                return None;
+            }
+            if again {
+                tracing::info!(patrol = %p.name, from = from + 1, to, of, "🔭 patrol findings offered again (the last round did not land)");
+            }
+            Some(PatrolFire {
+                name: p.name.clone(),
+                message: patrol::patrol_message(p, &body, again),
+                commit_cursor: true,
+                dir: dir.to_path_buf(),
+            })
+        }
+        patrol::Next::Prescan => None,
+    }
+}
+
+/// Write the patrol's state; false (logged) when it could not be written.
+fn save(p: &Patrol, dir: &Path, st: &patrol::PatrolState) -> bool {
+    match patrol::save_state(dir, st) {
+        Ok(()) => true,
+        Err(e) => {
+            tracing::warn!(patrol = %p.name, error = %e, "patrol state not written; nothing is offered this tick");
+            false
+        }
+    }
+}
+
 /// Run the prescan: argv without a shell, in the patrol's directory, with
 /// the agent's environment plus the patrol variables, in its own process
-/// group (a timeout kills the whole group), output read bounded.
+/// group. The run ends when the prescan EXITS (not when its stdout closes:
+/// a child it left behind may hold it), bounded by its timeout; then its
+/// group and tree are stopped and the pipes read at most [`PATROL_DRAIN`]
+/// longer. Output past [`PATROL_OUTPUT_CAP_BYTES`] fails the run.
 async fn prescan(p: &Patrol, dir: &Path, env: &BTreeMap<String, String>) -> PrescanRun {
     let mut cmd = tokio::process::Command::new(&p.prescan[0]);
     cmd.args(&p.prescan[1..])
@@ -149,33 +235,46 @@ async fn prescan(p: &Patrol, dir: &Path, env: &BTreeMap<String, String>) -> Pres
         Err(e) => return PrescanRun::NotStarted(e.to_string()),
     };
     let pid = child.id();
+    let _own = pid.map(crate::proctree::own);
     let (Some(out), Some(err)) = (child.stdout.take(), child.stderr.take()) else {
         return PrescanRun::NotStarted("no pipes".into());
     };
-    let work = async {
-        let (stdout, stderr, status) = tokio::join!(
-            read_bounded(out, BRIEF_BODY_CAP_BYTES + 1, false),
-            read_bounded(err, PATROL_STDERR_KEEP_BYTES, true),
-            child.wait()
-        );
-        PrescanRun::Exited {
-            code: status.ok().and_then(|s| s.code()),
-            stdout,
-            stderr,
+    let stdout = tokio::spawn(read_bounded(out, PATROL_OUTPUT_CAP_BYTES + 1, false));
+    let stderr = tokio::spawn(read_bounded(err, PATROL_STDERR_KEEP_BYTES, true));
+    let status = tokio::time::timeout(p.timeout, child.wait()).await;
+    // Over either way: whatever it left running goes (its group, its tree).
+    if let Some(pid) = pid {
+        if let Ok(raw) = i32::try_from(pid) {
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(raw),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+        crate::proctree::stop_tree(pid, Duration::ZERO).await;
+    }
+    let _ = child.wait().await;
+    let drained = |h: tokio::task::JoinHandle<Vec<u8>>| async move {
+        match tokio::time::timeout(PATROL_DRAIN, h).await {
+            Ok(Ok(b)) => b,
+            _ => Vec::new(),
         }
     };
-    match tokio::time::timeout(p.timeout, work).await {
-        Ok(run) => run,
-        Err(_) => {
-            if let Some(pid) = pid.and_then(|p| i32::try_from(p).ok()) {
-                let _ = nix::sys::signal::killpg(
-                    nix::unistd::Pid::from_raw(pid),
-                    nix::sys::signal::Signal::SIGKILL,
-                );
-            }
-            let _ = child.wait().await;
-            PrescanRun::TimedOut { after: p.timeout }
-        }
+    let (stdout, stderr) = (drained(stdout).await, drained(stderr).await);
+    match status {
+        Err(_) => PrescanRun::TimedOut { after: p.timeout },
+        Ok(_) if stdout.len() > PATROL_OUTPUT_CAP_BYTES => PrescanRun::Exited {
+            code: Some(1),
+            stdout: Vec::new(),
+            stderr: format!(
+                "the prescan printed more than {PATROL_OUTPUT_CAP_BYTES} bytes; print at most that much per run (the rest waits for the next run through the cursor)"
+            )
+            .into_bytes(),
+        },
+        Ok(s) => PrescanRun::Exited {
+            code: s.ok().and_then(|s| s.code()),
+            stdout,
+            stderr,
+        },
     }
 }
 
@@ -240,12 +339,51 @@ mod tests {
             std::fs::read_to_string(dir.path().join("cursor.next")).unwrap(),
             "7\n"
         );
-        // Output past the cap is read and dropped.
-        let p = patrol("head -c 100000 /dev/zero; exit 0", Duration::from_secs(30));
+        // Output past the cap fails the run (never a silent cut).
+        let p = patrol(
+            &format!("head -c {} /dev/zero; exit 0", PATROL_OUTPUT_CAP_BYTES + 10),
+            Duration::from_secs(30),
+        );
         match prescan(&p, dir.path(), &env).await {
-            PrescanRun::Exited { stdout, .. } => assert_eq!(stdout.len(), BRIEF_BODY_CAP_BYTES + 1),
+            PrescanRun::Exited {
+                code: Some(1),
+                stdout,
+                stderr,
+            } => {
+                assert!(stdout.is_empty());
+                assert!(String::from_utf8_lossy(&stderr).contains("printed more than"));
+            }
             other => panic!("{other:?}"),
         }
+        // Exactly the cap is fine.
+        let p = patrol(
+            &format!("head -c {PATROL_OUTPUT_CAP_BYTES} /dev/zero; exit 0"),
+            Duration::from_secs(30),
+        );
+        match prescan(&p, dir.path(), &env).await {
+            PrescanRun::Exited {
+                code: Some(0),
+                stdout,
+                ..
+            } => {
+                assert_eq!(stdout.len(), PATROL_OUTPUT_CAP_BYTES)
+            }
+            other => panic!("{other:?}"),
+        }
+        // A prescan that exits 0 but leaves a child holding its stdout is
+        // judged by its exit, with its findings; the child is stopped.
+        let p = patrol(
+            "echo 'ticket 9 is new'; sleep 602.5 & exit 0",
+            Duration::from_secs(20),
+        );
+        assert_eq!(
+            prescan(&p, dir.path(), &env).await,
+            PrescanRun::Exited {
+                code: Some(0),
+                stdout: b"ticket 9 is new\n".to_vec(),
+                stderr: vec![]
+            }
+        );
         // A timeout kills the whole group (the sleeping grandchild too).
         let p = patrol("sleep 30 & sleep 30; wait", Duration::from_millis(300));
         assert_eq!(
