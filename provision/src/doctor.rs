@@ -146,6 +146,30 @@ pub fn prompt_file_finding(home: &str, path: &Path, len: u64) -> Option<Finding>
     ))
 }
 
+/// Why a backend's clock could not be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClockError {
+    /// No answer at all (connect, timeout): the backend is unreachable.
+    Unreachable(String),
+    /// It answered, without a readable `Date` header.
+    Unreadable(String),
+}
+
+/// The finding for a home whose backend did not answer: its sentinel
+/// cannot log in, so it is an error, never a warning.
+pub fn unreachable_finding(home: &str, base: &str, error: &str, root: &Path) -> Finding {
+    f(
+        Level::Error,
+        Some(home),
+        format!("backend {base}"),
+        format!("unreachable ({error}): this sentinel cannot log in or receive anything"),
+        format!(
+            "start the backend or fix base_url in {}, then `hoop doctor` again",
+            root.join(home).join("config.json").display()
+        ),
+    )
+}
+
 /// What the sentinel's last exit code means, for a finding.
 fn exit_meaning(code: i64) -> Option<&'static str> {
     match u8::try_from(code).ok()? {
@@ -223,11 +247,24 @@ fn reachable(program: &Path, path: &str) -> bool {
 /// `now` is this machine's.
 pub fn doctor(
     ctx: &Ctx,
-    backend_time: &dyn Fn(&str) -> Result<SystemTime, String>,
+    backend_time: &dyn Fn(&str) -> Result<SystemTime, ClockError>,
     now: SystemTime,
 ) -> Vec<Finding> {
     let m = &ctx.machine;
     let mut out = install::check(ctx);
+
+    // No service manager, and nobody said so on purpose.
+    if let Some(p) = &ctx.manager_problem {
+        for h in &ctx.homes {
+            out.push(f(
+                Level::Error,
+                Some(&h.name),
+                format!("service {}", h.name),
+                format!("nothing will restart this sentinel: {}", p.cause),
+                p.fix.clone(),
+            ));
+        }
+    }
 
     // The stable link's binary.
     let link = manifest::link_path(m);
@@ -297,18 +334,18 @@ pub fn doctor(
 
     // Secrets.
     let mut secrets: Vec<(Option<&str>, PathBuf)> = vec![(None, m.root.join(AGENT_ENV_FILE))];
-    let mut bases: Vec<String> = Vec::new();
+    // Each backend once, with the homes whose sentinels use it.
+    let mut bases: Vec<(String, Vec<String>)> = Vec::new();
     for h in &ctx.homes {
         let Ok(home) = Home::new(&m.root, &h.name) else {
             continue;
         };
         secrets.push((Some(&h.name), home.token_path()));
         match home.load_config() {
-            Ok(c) => {
-                if !bases.contains(&c.base_url) {
-                    bases.push(c.base_url);
-                }
-            }
+            Ok(c) => match bases.iter_mut().find(|(b, _)| *b == c.base_url) {
+                Some((_, hs)) => hs.push(h.name.clone()),
+                None => bases.push((c.base_url, vec![h.name.clone()])),
+            },
             Err(e) => out.push(f(
                 Level::Error,
                 Some(&h.name),
@@ -324,8 +361,9 @@ pub fn doctor(
         }
     }
 
-    // Clock skew, once per backend.
-    for base in &bases {
+    // Clock skew, once per backend; an unreachable backend is an error for
+    // every home whose sentinel should be running against it.
+    for (base, homes) in &bases {
         match backend_time(base) {
             Ok(t) => {
                 let skew = match now.duration_since(t) {
@@ -334,12 +372,17 @@ pub fn doctor(
                 };
                 out.extend(skew_finding(base, skew));
             }
-            Err(e) => out.push(f(
+            Err(ClockError::Unreachable(e)) => {
+                for h in homes {
+                    out.push(unreachable_finding(h, base, &e, &m.root));
+                }
+            }
+            Err(ClockError::Unreadable(e)) => out.push(f(
                 Level::Warning,
                 None,
                 format!("clock {base}"),
                 format!("could not read the backend's clock: {e}"),
-                "check that the backend is reachable from this machine".into(),
+                "compare the clocks by hand (`date -u` here and on the backend)".into(),
             )),
         }
     }
@@ -366,8 +409,9 @@ pub fn doctor(
                         "its PATH does not reach `{}`: the agent cannot start",
                         program.display()
                     ),
-                    "install it, then run `hoop install --apply` from a shell where \
-                     `command -v claude node` finds both (the unit's PATH is built from it)"
+                    "install it, then run `hoop install --apply --path-from-shell` from a \
+                     shell where `command -v claude node` finds both (the unit's PATH is \
+                     built from that shell and recorded)"
                         .into(),
                 ));
             }
@@ -513,10 +557,13 @@ mod tests {
                 hoop_binary: "/bin/sh".into(),
                 tool_dirs: vec![],
                 installed_units: vec![],
+                broken: vec![],
+                dropins: vec![],
             },
             homes: vec![crate::install::home_entry(&home, &user_home).unwrap()],
             manager: Manager::Systemd,
             runner: &r,
+            manager_problem: None,
         };
         let found = doctor(&ctx, &|_| Ok(SystemTime::now()), SystemTime::now());
         let items: Vec<&str> = found.iter().map(|f| f.item.as_str()).collect();

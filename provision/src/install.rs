@@ -15,7 +15,8 @@ use hoop_core::home::Home;
 use hoop_guards::install as hooks;
 
 use crate::manifest::{
-    self, HomeEntry, INSTALL_FILE, InstallSettings, Item, Machine, ManifestError, Options, Os, Want,
+    self, BrokenHome, HomeEntry, INSTALL_FILE, InstallSettings, Item, Machine, ManifestError,
+    Options, Os, Want,
 };
 use crate::service::{Call, Manager, Runner};
 use crate::units;
@@ -48,6 +49,9 @@ pub struct Env {
     pub xdg_config_home: Option<PathBuf>,
     pub path: Option<std::ffi::OsString>,
     pub hoop_binary: PathBuf,
+    /// Build the unit's `PATH` from `path` even when the install record
+    /// has one (`hoop install --apply --path-from-shell`).
+    pub path_from_shell: bool,
 }
 
 impl Env {
@@ -60,6 +64,7 @@ impl Env {
             xdg_config_home: var("XDG_CONFIG_HOME").map(PathBuf::from),
             path: var("PATH"),
             hoop_binary,
+            path_from_shell: false,
         }
     }
 }
@@ -85,7 +90,8 @@ pub fn is_executable(p: &Path) -> bool {
 }
 
 /// The machine's facts and its homes (every directory under the root with a
-/// `config.json`).
+/// `config.json`). A home whose files do not parse is kept in
+/// `Machine::broken`, not an error: the other homes go on.
 pub fn gather(root: &Path, env: &Env) -> Result<(Machine, Vec<HomeEntry>), InstallError> {
     let user_home = env.user_home.clone().ok_or(InstallError::NoHome)?;
     let uid = nix::unistd::getuid();
@@ -94,7 +100,7 @@ pub fn gather(root: &Path, env: &Env) -> Result<(Machine, Vec<HomeEntry>), Insta
         .flatten()
         .map(|u| u.name)
         .unwrap_or_else(|| uid.to_string());
-    let homes = read_homes(root, &user_home)?;
+    let (homes, broken) = read_homes(root, &user_home)?;
     let mut tool_dirs: Vec<PathBuf> = Vec::new();
     let mut push = |d: PathBuf| {
         if !tool_dirs.contains(&d) {
@@ -102,23 +108,30 @@ pub fn gather(root: &Path, env: &Env) -> Result<(Machine, Vec<HomeEntry>), Insta
         }
     };
     for h in &homes {
-        let cfg = hoop_sentinel::config::SentinelConfig::load(&h.dir).map_err(|e| {
-            InstallError::Config {
-                path: h.dir.join("sentinel.json"),
-                message: e.to_string(),
-            }
-        })?;
-        if cfg.claude_bin.is_absolute()
+        // read_homes parsed it already.
+        if let Ok(cfg) = hoop_sentinel::config::SentinelConfig::load(&h.dir)
+            && cfg.claude_bin.is_absolute()
             && let Some(d) = cfg.claude_bin.parent()
         {
             push(d.to_path_buf());
         }
     }
-    for t in TOOLS {
-        if let Some(d) =
-            which(env.path.as_deref(), t).and_then(|p| p.parent().map(Path::to_path_buf))
-        {
-            push(d);
+    // The tools' directories as recorded at install time, so that the unit
+    // never depends on the shell a later command runs from.
+    let recorded = crate::record::load(root)
+        .ok()
+        .flatten()
+        .filter(|r| !env.path_from_shell && !r.tool_dirs.is_empty());
+    match recorded {
+        Some(r) => r.tool_dirs.into_iter().for_each(&mut push),
+        None => {
+            for t in TOOLS {
+                if let Some(d) =
+                    which(env.path.as_deref(), t).and_then(|p| p.parent().map(Path::to_path_buf))
+                {
+                    push(d);
+                }
+            }
         }
     }
     let mut m = Machine {
@@ -131,16 +144,35 @@ pub fn gather(root: &Path, env: &Env) -> Result<(Machine, Vec<HomeEntry>), Insta
         hoop_binary: env.hoop_binary.clone(),
         tool_dirs,
         installed_units: Vec::new(),
+        broken,
+        dropins: Vec::new(),
     };
     m.installed_units = installed_units(&m);
+    m.dropins = dropins(&m);
     Ok((m, homes))
 }
 
-/// The homes under `root`, by name.
-fn read_homes(root: &Path, user_home: &Path) -> Result<Vec<HomeEntry>, InstallError> {
+/// The directories of `claude` and `node` on `path` (what the record keeps).
+pub fn tool_dirs_on(path: Option<&std::ffi::OsStr>) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = Vec::new();
+    for t in TOOLS {
+        if let Some(d) = which(path, t).and_then(|p| p.parent().map(Path::to_path_buf))
+            && !v.contains(&d)
+        {
+            v.push(d);
+        }
+    }
+    v
+}
+
+/// The homes under `root`, by name, and those that cannot be read.
+fn read_homes(
+    root: &Path,
+    user_home: &Path,
+) -> Result<(Vec<HomeEntry>, Vec<BrokenHome>), InstallError> {
     let entries = match std::fs::read_dir(root) {
         Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Default::default()),
         Err(source) => {
             return Err(InstallError::Read {
                 path: root.to_path_buf(),
@@ -149,6 +181,7 @@ fn read_homes(root: &Path, user_home: &Path) -> Result<Vec<HomeEntry>, InstallEr
         }
     };
     let mut homes = Vec::new();
+    let mut broken = Vec::new();
     for e in entries.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
         let Ok(home) = Home::new(root, &name) else {
@@ -157,10 +190,49 @@ fn read_homes(root: &Path, user_home: &Path) -> Result<Vec<HomeEntry>, InstallEr
         if !home.config_path().is_file() {
             continue;
         }
-        homes.push(home_entry(&home, user_home)?);
+        let parsed = read_home(&home, user_home);
+        match parsed {
+            Ok(h) => homes.push(h),
+            Err(b) => broken.push(b),
+        }
     }
     homes.sort_by(|a, b| a.name.cmp(&b.name));
-    Ok(homes)
+    broken.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok((homes, broken))
+}
+
+/// A home with its files read: its entry, or why it is broken
+/// (`config.json`, `sentinel.json` or `install.json` unreadable).
+pub fn read_home(home: &Home, user_home: &Path) -> Result<HomeEntry, BrokenHome> {
+    let name = home.name.clone();
+    home.load_config()
+        .map_err(|e| BrokenHome {
+            name: name.clone(),
+            file: home.config_path(),
+            message: config_message(&e),
+        })
+        .and_then(|_| {
+            home_entry(home, user_home).map_err(|e| match e {
+                InstallError::Config { path, message } => BrokenHome {
+                    name: name.clone(),
+                    file: path,
+                    message,
+                },
+                other => BrokenHome {
+                    name: name.clone(),
+                    file: home.dir(),
+                    message: other.to_string(),
+                },
+            })
+        })
+}
+
+/// A home config error without its path (the finding names the file).
+fn config_message(e: &hoop_core::home::HomeError) -> String {
+    match e {
+        hoop_core::home::HomeError::Parse { source, .. } => source.to_string(),
+        other => other.to_string(),
+    }
 }
 
 /// One home's entry: its install choices and the Claude config dir its
@@ -223,6 +295,23 @@ fn installed_units(m: &Machine) -> Vec<String> {
     v
 }
 
+/// The template's drop-ins (`*.conf` in `hoop-sentinel@.service.d/`), by
+/// name; none on macOS.
+fn dropins(m: &Machine) -> Vec<PathBuf> {
+    if m.os != Os::Linux {
+        return Vec::new();
+    }
+    let mut v: Vec<PathBuf> = std::fs::read_dir(manifest::dropin_dir(m))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "conf"))
+        .collect();
+    v.sort();
+    v
+}
+
 /// What an item needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Status {
@@ -232,11 +321,16 @@ pub enum Status {
     Remove,
     /// A service under `--manager none`: nothing to ask.
     Unchecked,
+    /// A home that cannot be read: fixed by hand, never by `--apply`.
+    Broken,
 }
 
 impl Status {
     pub fn is_drift(self) -> bool {
-        matches!(self, Status::Add | Status::Change | Status::Remove)
+        matches!(
+            self,
+            Status::Add | Status::Change | Status::Remove | Status::Broken
+        )
     }
     fn word(self) -> &'static str {
         match self {
@@ -245,6 +339,7 @@ impl Status {
             Status::Change => "change",
             Status::Remove => "remove",
             Status::Unchecked => "skip",
+            Status::Broken => "broken",
         }
     }
 }
@@ -281,6 +376,9 @@ pub struct Ctx<'a> {
     pub homes: Vec<HomeEntry>,
     pub manager: Manager,
     pub runner: &'a dyn Runner,
+    /// Set when the manager is `none` because detection found nothing
+    /// usable (not chosen on purpose): nothing will restart a sentinel.
+    pub manager_problem: Option<crate::service::Problem>,
 }
 
 impl<'a> Ctx<'a> {
@@ -298,6 +396,7 @@ impl<'a> Ctx<'a> {
             homes,
             manager,
             runner,
+            manager_problem: None,
         })
     }
 
@@ -385,6 +484,11 @@ fn observe(ctx: &Ctx, item: &Item) -> (Status, String) {
         },
         Want::Service { unit, .. } => service_state(ctx, unit),
         Want::Retired { .. } => (Status::Remove, "its home is gone".into()),
+        Want::Broken { home } => (Status::Broken, home.problem()),
+        Want::Kept { .. } => (
+            Status::Ok,
+            "a local change, kept (`systemctl --user edit` writes these)".into(),
+        ),
     }
 }
 
@@ -466,39 +570,14 @@ pub struct Applied {
     pub notes: Vec<String>,
 }
 
-/// Make every row ok. Files are written atomically; a second run changes
-/// nothing. Stops at the first failure, naming it.
-pub fn apply(ctx: &Ctx, rows: &[Row]) -> Result<Applied, InstallError> {
-    let mut out = Applied::default();
-    let fail = |row: &Row, e: &dyn std::fmt::Display| {
-        InstallError::Apply(format!("{} {}: {e}", row.item.kind, row.subject))
-    };
-    let mut changed_units: Vec<Option<String>> = Vec::new();
-    for row in rows.iter().filter(|r| r.status.is_drift()) {
-        match &row.item.want {
-            Want::Link { path, target } => {
-                fsutil::symlink_atomic(target, path).map_err(|e| fail(row, &e))?
-            }
-            Want::Dir { path } => std::fs::create_dir_all(path).map_err(|e| fail(row, &e))?,
-            Want::File { path, bytes } => {
-                fsutil::write_atomic(path, bytes, WriteOptions::default())
-                    .map_err(|e| fail(row, &e))?;
-                if row.item.kind == "unit" {
-                    changed_units.push(row.item.home.clone());
-                }
-            }
-            Want::Hooks {
-                target,
-                path,
-                program,
-                specs,
-            } => {
-                hooks::merge_file(*target, path, program, specs).map_err(|e| fail(row, &e))?;
-            }
-            Want::Service { .. } | Want::Retired { .. } => continue,
-        }
-        out.done.push(row.to_string());
-    }
+/// The service-manager calls `--apply` makes for `rows`, in order, and the
+/// notes to print with them. Pure: `--plan` prints exactly these.
+pub fn service_plan(ctx: &Ctx, rows: &[Row]) -> (Vec<Call>, Vec<String>) {
+    let changed_units: Vec<Option<String>> = rows
+        .iter()
+        .filter(|r| r.item.kind == "unit" && r.status.is_drift())
+        .map(|r| r.item.home.clone())
+        .collect();
     let systemd = match ctx.manager {
         Manager::Systemd => true,
         Manager::Launchd => false,
@@ -509,6 +588,7 @@ pub fn apply(ctx: &Ctx, rows: &[Row]) -> Result<Applied, InstallError> {
         .filter(|r| matches!(r.item.want, Want::Service { .. } | Want::Retired { .. }))
         .collect();
     let mut calls = Vec::new();
+    let mut notes = Vec::new();
     if systemd && (!changed_units.is_empty() || services.iter().any(|r| r.status.is_drift())) {
         calls.push(Call::new("systemctl", &["--user", "daemon-reload"]));
     }
@@ -516,19 +596,54 @@ pub fn apply(ctx: &Ctx, rows: &[Row]) -> Result<Applied, InstallError> {
         let unit_changed = changed_units
             .iter()
             .any(|h| h.is_none() || h.as_deref() == row.item.home.as_deref());
-        let cs = service_calls(ctx, row, unit_changed);
         if systemd && row.status == Status::Ok && unit_changed {
-            out.notes.push(format!(
+            notes.push(format!(
                 "{} runs the old unit until it restarts: hoop restart {}",
                 row.subject,
                 row.item.home.as_deref().unwrap_or("")
             ));
         }
-        if !cs.is_empty() && row.status.is_drift() {
-            out.done.push(row.to_string());
-        }
-        calls.extend(cs);
+        calls.extend(service_calls(ctx, row, unit_changed));
     }
+    (calls, notes)
+}
+
+/// Make every row ok. Files are written atomically; a second run changes
+/// nothing. Stops at the first failure, naming it.
+pub fn apply(ctx: &Ctx, rows: &[Row]) -> Result<Applied, InstallError> {
+    let mut out = Applied::default();
+    let fail = |row: &Row, e: &dyn std::fmt::Display| {
+        InstallError::Apply(format!("{} {}: {e}", row.item.kind, row.subject))
+    };
+    let (calls, notes) = service_plan(ctx, rows);
+    out.notes = notes;
+    for row in rows.iter().filter(|r| r.status.is_drift()) {
+        match &row.item.want {
+            Want::Link { path, target } => {
+                fsutil::symlink_atomic(target, path).map_err(|e| fail(row, &e))?
+            }
+            Want::Dir { path } => std::fs::create_dir_all(path).map_err(|e| fail(row, &e))?,
+            Want::File { path, bytes } => {
+                fsutil::write_atomic(path, bytes, WriteOptions::default())
+                    .map_err(|e| fail(row, &e))?;
+            }
+            Want::Hooks {
+                target,
+                path,
+                program,
+                specs,
+            } => {
+                hooks::merge_file(*target, path, program, specs).map_err(|e| fail(row, &e))?;
+            }
+            Want::Service { .. } | Want::Retired { .. } => {}
+            Want::Broken { .. } | Want::Kept { .. } => continue,
+        }
+        out.done.push(row.to_string());
+    }
+    let services: Vec<&Row> = rows
+        .iter()
+        .filter(|r| matches!(r.item.want, Want::Service { .. } | Want::Retired { .. }))
+        .collect();
     for call in calls {
         let res = ctx.runner.run(&call);
         out.calls.push(call.clone());
@@ -543,10 +658,21 @@ pub fn apply(ctx: &Ctx, rows: &[Row]) -> Result<Applied, InstallError> {
                 o.stderr.trim()
             )),
             Ok(o) => {
+                let said = o.stderr.trim();
+                let fixes = if said.contains("Failed to connect to bus") {
+                    format!(
+                        "\n  systemd's user manager cannot be reached from here; fix: {}",
+                        crate::service::bus_fixes(
+                            &ctx.machine.user,
+                            std::env::var("SUDO_USER").ok().as_deref()
+                        )
+                    )
+                } else {
+                    String::new()
+                };
                 return Err(InstallError::Apply(format!(
-                    "`{call}` exited {}: {}",
+                    "`{call}` exited {}: {said}{fixes}",
                     o.code.map_or("by a signal".into(), |c| c.to_string()),
-                    o.stderr.trim()
                 )));
             }
             Err(e) => return Err(InstallError::Apply(e.to_string())),
@@ -594,9 +720,13 @@ impl std::fmt::Display for Finding {
             Level::Warning => "warning",
             Level::Error => "error",
         };
+        match &self.home {
+            Some(h) => write!(f, "{level:7} [{h}] ")?,
+            None => write!(f, "{level:7} ")?,
+        }
         write!(
             f,
-            "{level:7} {}: {}\n        fix: {}",
+            "{}: {}\n        fix: {}",
             self.item, self.problem, self.fix
         )
     }
@@ -606,6 +736,15 @@ impl std::fmt::Display for Finding {
 pub fn finding(row: &Row) -> Option<Finding> {
     if !row.status.is_drift() {
         return None;
+    }
+    if let Want::Broken { home } = &row.item.want {
+        return Some(Finding {
+            level: Level::Error,
+            home: Some(home.name.clone()),
+            item: format!("home {}", home.name),
+            problem: format!("broken: {}", home.problem()),
+            fix: home.fix(),
+        });
     }
     let fix = match (&row.item.want, row.status) {
         (Want::Service { .. }, _) => format!(
@@ -620,8 +759,19 @@ pub fn finding(row: &Row) -> Option<Finding> {
             "`hoop install --apply` stops and removes {} (its home is gone)",
             row.subject
         ),
-        (Want::File { .. }, Status::Change) => {
-            "`hoop install --apply` rewrites it (put local changes in the template or the home's files instead)".into()
+        (Want::File { path, .. }, Status::Change) if row.item.kind == "unit" => {
+            if path.extension().is_some_and(|x| x == "service") {
+                format!(
+                    "`hoop install --apply` rewrites it; keep local changes in a drop-in, which \
+                     install keeps: {}/local.conf (`systemctl --user edit {}`)",
+                    path.with_extension("service.d").display(),
+                    units::SYSTEMD_UNIT_FILE
+                )
+            } else {
+                "`hoop install --apply` rewrites it; launchd has no drop-ins, so keep local \
+                 changes in the home's files (sentinel.json, prompts/) instead"
+                    .into()
+            }
         }
         _ => "`hoop install --apply`".into(),
     };
@@ -693,6 +843,7 @@ mod tests {
                 xdg_config_home: None,
                 path: None,
                 hoop_binary: self.bin.clone(),
+                path_from_shell: false,
             }
         }
     }
@@ -706,6 +857,7 @@ mod tests {
             homes,
             manager,
             runner,
+            manager_problem: None,
         }
     }
 
@@ -923,6 +1075,7 @@ mod tests {
             homes,
             manager: Manager::Launchd,
             runner: &r,
+            manager_problem: None,
         };
         // launchd no longer has it loaded: bootout fails, the plist still goes.
         r.answer(
@@ -945,18 +1098,60 @@ mod tests {
     }
 
     #[test]
-    fn a_bad_install_json_is_a_clear_error() {
-        let w = world(&["bolt"]);
+    fn a_broken_home_is_named_with_its_file_and_the_others_go_on() {
+        let w = world(&["bolt", "nova", "tora"]);
         std::fs::write(
             w.root.join("bolt/install.json"),
             r#"{"guards":["act"],"x":1}"#,
         )
         .unwrap();
-        let env = w.env();
-        let err = gather(&w.root, &env).unwrap_err().to_string();
+        std::fs::write(w.root.join("nova/config.json"), "{not json").unwrap();
+        let r = RecordingRunner::new();
+        not_enabled(&r);
+        let c = ctx(&w, &r, Manager::Systemd);
+        let names: Vec<&str> = c.homes.iter().map(|h| h.name.as_str()).collect();
+        assert_eq!(names, ["tora"]);
+        let rows = plan(&c).unwrap();
+        let broken: Vec<String> = rows
+            .iter()
+            .filter(|r| r.status == Status::Broken)
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            broken,
+            [
+                format!(
+                    "broken  home     bolt  ({}: unknown field `x`, expected one of `guards`, \
+                     `cursor`, `codex_home` at line 1 column 21)",
+                    w.root.join("bolt/install.json").display()
+                ),
+                format!(
+                    "broken  home     nova  ({}: key must be a string at line 1 column 2)",
+                    w.root.join("nova/config.json").display()
+                ),
+            ]
+        );
+        // Neither broken home gets a service; tora does.
+        let applied = apply(&c, &rows).unwrap();
+        let calls: Vec<String> = applied.calls.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            calls,
+            [
+                "systemctl --user daemon-reload",
+                "systemctl --user enable --now hoop-sentinel@tora.service",
+            ]
+        );
+        let found = check(&c);
+        let lines: Vec<String> = found.iter().map(ToString::to_string).collect();
         assert!(
-            err.contains("install.json") && err.contains("unknown field"),
-            "{err}"
+            lines.contains(&format!(
+                "error   [nova] home nova: broken: {}: key must be a string at line 1 column 2\n        \
+                 fix: fix {} by hand (or redeem the home again with `hoop provision redeem \
+                 --force`); until then its sentinel is not installed, started or retired",
+                w.root.join("nova/config.json").display(),
+                w.root.join("nova/config.json").display()
+            )),
+            "{lines:#?}"
         );
     }
 }
