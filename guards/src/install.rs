@@ -240,25 +240,25 @@ pub fn merge(
 /// Why a settings file could not be merged.
 #[derive(Debug, thiserror::Error)]
 pub enum FileError {
-    #[error("reading {path}: {source}")]
+    #[error("reading {path}: {cause}")]
     Read {
         path: std::path::PathBuf,
-        source: std::io::Error,
+        cause: std::io::Error,
     },
-    #[error("{path} is not valid JSON ({source}); fix it by hand first")]
+    #[error("{path} is not valid JSON ({cause}); fix it by hand first")]
     Json {
         path: std::path::PathBuf,
-        source: serde_json::Error,
+        cause: serde_json::Error,
     },
-    #[error("merging into {path}: {source}")]
+    #[error("merging into {path}: {cause}")]
     Merge {
         path: std::path::PathBuf,
-        source: InstallError,
+        cause: InstallError,
     },
-    #[error("writing {path}: {source}")]
+    #[error("writing {path}: {cause}")]
     Write {
         path: std::path::PathBuf,
-        source: std::io::Error,
+        cause: std::io::Error,
     },
 }
 
@@ -274,20 +274,20 @@ pub fn merge_plan(
     let mut settings = match std::fs::read(path) {
         Ok(bytes) => serde_json::from_slice(&bytes).map_err(|source| FileError::Json {
             path: path.to_path_buf(),
-            source,
+            cause: source,
         })?,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Value::Null,
         Err(source) => {
             return Err(FileError::Read {
                 path: path.to_path_buf(),
-                source,
+                cause: source,
             });
         }
     };
     let changes =
         merge(target, &mut settings, program, specs).map_err(|source| FileError::Merge {
             path: path.to_path_buf(),
-            source,
+            cause: source,
         })?;
     if !changes.iter().any(Change::is_drift) {
         return Ok((changes, None));
@@ -314,7 +314,7 @@ pub fn merge_file(
         };
         hoop_core::fsutil::write_atomic(path, &data, opts).map_err(|source| FileError::Write {
             path: path.to_path_buf(),
-            source,
+            cause: source,
         })?;
     }
     Ok(changes)

@@ -28,10 +28,10 @@ pub const TOOLS: [&str; 2] = ["claude", "node"];
 pub enum InstallError {
     #[error("no home directory: set HOME")]
     NoHome,
-    #[error("reading {path}: {source}")]
+    #[error("reading {path}: {cause}")]
     Read {
         path: PathBuf,
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     #[error("{path}: {message}")]
     Config { path: PathBuf, message: String },
@@ -173,10 +173,10 @@ fn read_homes(
     let entries = match std::fs::read_dir(root) {
         Ok(e) => e,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Default::default()),
-        Err(source) => {
+        Err(cause) => {
             return Err(InstallError::Read {
                 path: root.to_path_buf(),
-                source,
+                cause,
             });
         }
     };
@@ -245,7 +245,7 @@ pub fn home_entry(home: &Home, user_home: &Path) -> Result<HomeEntry, InstallErr
             message: e.to_string(),
         })?,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => InstallSettings::default(),
-        Err(source) => return Err(InstallError::Read { path, source }),
+        Err(cause) => return Err(InstallError::Read { path, cause }),
     };
     let cfg = hoop_sentinel::config::SentinelConfig::load(&home.dir()).map_err(|e| {
         InstallError::Config {

@@ -39,13 +39,13 @@ pub enum RedeemError {
     )]
     HomeExists { dir: PathBuf, found: String },
     #[error(
-        "cannot write a home under {root} ({source}); nothing was redeemed and the key is still \
+        "cannot write a home under {root} ({cause}); nothing was redeemed and the key is still \
          usable: make {root} writable by this user (or point HOOP_ROOT elsewhere), then redeem \
          again"
     )]
     NotWritable {
         root: PathBuf,
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     #[error(
         "{dir} is in the way of the home ({what}); nothing was redeemed and the key is still \
@@ -53,7 +53,7 @@ pub enum RedeemError {
     )]
     InTheWay { dir: PathBuf, what: String },
     #[error(
-        "the backend has an account named {name:?} already ({source}); a provisioning key \
+        "the backend has an account named {name:?} already ({cause}); a provisioning key \
          always creates a NEW account, so nothing was redeemed and the key is still usable. \
          Either redeem under a new name (--home {name}-2), or keep that account on this \
          machine by adopting it without a key: `hoop provision redeem --force --home {name} \
@@ -62,7 +62,7 @@ pub enum RedeemError {
     NameTaken {
         name: String,
         url: String,
-        source: hoop_api::Error,
+        cause: hoop_api::Error,
     },
     #[error(transparent)]
     Home(#[from] HomeError),
@@ -76,7 +76,7 @@ pub enum RedeemError {
     NoMcpKey,
     #[error(
         "the account {} (id {}, email {}) was created but its home {} could not be put in \
-         place ({source}); the key is spent. Once that is fixed, adopt the account (no key \
+         place ({cause}); the key is spent. Once that is fixed, adopt the account (no key \
          needed): `hoop provision redeem --force --home {} --email {} --url {url}`",
         user.username, user.id, user.email, dir.display(), user.username, user.email
     )]
@@ -84,23 +84,23 @@ pub enum RedeemError {
         user: Box<User>,
         dir: PathBuf,
         url: String,
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     #[error(
-        "adopting the account {email:?}: {source}; nothing was written. The account must be an \
+        "adopting the account {email:?}: {cause}; nothing was written. The account must be an \
          active agent account that logs in with the fixed code (a sentinel account)"
     )]
     Adopt {
         email: String,
-        source: hoop_api::Error,
+        cause: hoop_api::Error,
     },
     #[error(
         "the account {username:?} was created and its home written, but the first login \
-         failed: {source}"
+         failed: {cause}"
     )]
     FirstLogin {
         username: String,
-        source: hoop_api::Error,
+        cause: hoop_api::Error,
     },
 }
 
@@ -277,9 +277,9 @@ pub const STAGE_DIR: &str = ".redeem";
 /// The staged home for `name`: created empty (mode 0700) and proven
 /// writable (a file written and fsynced) BEFORE the backend is asked.
 fn stage(root: &Path, name: &str) -> Result<Home, RedeemError> {
-    let not_writable = |source| RedeemError::NotWritable {
+    let not_writable = |cause| RedeemError::NotWritable {
         root: root.to_path_buf(),
-        source,
+        cause,
     };
     let staged = Home::new(root.join(STAGE_DIR), name)?;
     match std::fs::remove_dir_all(staged.dir()) {
@@ -395,7 +395,7 @@ pub async fn redeem(opts: &Options) -> Result<Outcome, RedeemError> {
                     e @ hoop_api::Error::Refused { status: 409, .. } => RedeemError::NameTaken {
                         name: opts.name.clone(),
                         url: base_url,
-                        source: e,
+                        cause: e,
                     },
                     e => RedeemError::Api(e),
                 });
@@ -408,11 +408,11 @@ pub async fn redeem(opts: &Options) -> Result<Outcome, RedeemError> {
     };
     let user = resp.user.clone();
     let username = user.username.clone();
-    let not_placed = |source: std::io::Error| RedeemError::NotPlaced {
+    let not_placed = |cause: std::io::Error| RedeemError::NotPlaced {
         user: Box::new(user.clone()),
         dir: home.dir(),
         url: base_url.clone(),
-        source,
+        cause,
     };
     let cfg = HomeConfig {
         base_url: base_url.clone(),
@@ -431,12 +431,10 @@ pub async fn redeem(opts: &Options) -> Result<Outcome, RedeemError> {
                 hoop_api::Client::for_home(&home)?.login().await?;
                 Ok::<(), hoop_api::Error>(())
             };
-            first_login
-                .await
-                .map_err(|source| RedeemError::FirstLogin {
-                    username: username.clone(),
-                    source,
-                })?;
+            first_login.await.map_err(|cause| RedeemError::FirstLogin {
+                username: username.clone(),
+                cause,
+            })?;
             Ok(if opts.email.is_some() {
                 Outcome::Adopted { home, user }
             } else {
@@ -480,9 +478,9 @@ pub async fn redeem(opts: &Options) -> Result<Outcome, RedeemError> {
 /// `--force --email`: the existing sentinel account, proven by a login
 /// with the fixed code from the staged home; answered as a redeem would be.
 async fn adopt(opts: &Options, email: &str) -> Result<RedeemResponse, RedeemError> {
-    let err = |source| RedeemError::Adopt {
+    let err = |cause| RedeemError::Adopt {
         email: email.to_string(),
-        source,
+        cause,
     };
     let client = hoop_api::Client::new(hoop_api::rest::ClientConfig {
         base_url: opts.backend.trim_end_matches('/').to_string(),

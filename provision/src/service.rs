@@ -222,12 +222,8 @@ impl CallOutput {
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
-    #[error("could not run {call}: {source}")]
-    Spawn {
-        call: String,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error("could not run {call}: {cause}")]
+    Spawn { call: String, cause: std::io::Error },
 }
 
 /// Runs service-manager calls. Implementations: [`SystemRunner`] (the real
@@ -247,9 +243,9 @@ impl Runner for SystemRunner {
             .args(&call.args)
             .stdin(std::process::Stdio::null())
             .output()
-            .map_err(|source| RunError::Spawn {
+            .map_err(|cause| RunError::Spawn {
                 call: call.to_string(),
-                source,
+                cause,
             })?;
         Ok(CallOutput {
             code: out.status.code(),

@@ -150,11 +150,12 @@ fn resolve_mentions(
                     anyhow::anyhow!(
                         "--mention {w:?}: no member of room {room} is named so (members: {}); \
                          give a member's username or id, or `everyone`",
-                        members
-                            .iter()
-                            .map(|m| m.username.as_str())
-                            .collect::<Vec<_>>()
-                            .join(", ")
+                        {
+                            let mut names: Vec<&str> =
+                                members.iter().map(|m| m.username.as_str()).collect();
+                            names.sort();
+                            names.join(", ")
+                        }
                     )
                 }),
         })
