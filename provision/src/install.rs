@@ -1108,9 +1108,11 @@ mod tests {
         std::fs::write(w.root.join("nova/config.json"), "{not json").unwrap();
         let r = RecordingRunner::new();
         not_enabled(&r);
-        let c = ctx(&w, &r, Manager::Systemd);
+        let mut c = ctx(&w, &r, Manager::Systemd);
         let names: Vec<&str> = c.homes.iter().map(|h| h.name.as_str()).collect();
         assert_eq!(names, ["tora"]);
+        // nova's unit is installed: a broken home is never retired.
+        c.machine.installed_units = vec!["nova".into()];
         let rows = plan(&c).unwrap();
         let broken: Vec<String> = rows
             .iter()
@@ -1130,6 +1132,10 @@ mod tests {
                     w.root.join("nova/config.json").display()
                 ),
             ]
+        );
+        assert!(
+            !rows.iter().any(|r| r.status == Status::Remove),
+            "{rows:#?}"
         );
         // Neither broken home gets a service; tora does.
         let applied = apply(&c, &rows).unwrap();

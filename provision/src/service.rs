@@ -336,6 +336,103 @@ impl Runner for RecordingRunner {
 mod tests {
     use super::*;
 
+    /// Every branch of detection: the manager, and whether it is a problem.
+    #[test]
+    fn detection_table() {
+        let base = DetectFacts {
+            user: "ops".into(),
+            ..DetectFacts::default()
+        };
+        let bus = std::path::PathBuf::from("/run/user/1000");
+        let cases: Vec<(&str, DetectFacts, Manager, Option<&str>)> = vec![
+            (
+                "macOS",
+                DetectFacts {
+                    macos: true,
+                    ..base.clone()
+                },
+                Manager::Launchd,
+                None,
+            ),
+            (
+                "systemd with its bus",
+                DetectFacts {
+                    systemd_booted: true,
+                    systemctl: true,
+                    xdg_runtime_dir: Some(bus.clone()),
+                    user_bus: true,
+                    ..base.clone()
+                },
+                Manager::Systemd,
+                None,
+            ),
+            (
+                "systemd, XDG_RUNTIME_DIR unset",
+                DetectFacts {
+                    systemd_booted: true,
+                    systemctl: true,
+                    ..base.clone()
+                },
+                Manager::None,
+                Some(
+                    "systemd runs this machine but ops's user bus is not reachable (XDG_RUNTIME_DIR is not set)",
+                ),
+            ),
+            (
+                "systemd, no bus in XDG_RUNTIME_DIR",
+                DetectFacts {
+                    systemd_booted: true,
+                    systemctl: true,
+                    xdg_runtime_dir: Some(bus.clone()),
+                    ..base.clone()
+                },
+                Manager::None,
+                Some(
+                    "systemd runs this machine but ops's user bus is not reachable (there is no bus at /run/user/1000/bus)",
+                ),
+            ),
+            (
+                "systemctl in a container",
+                DetectFacts {
+                    systemctl: true,
+                    xdg_runtime_dir: Some(bus.clone()),
+                    user_bus: true,
+                    ..base.clone()
+                },
+                Manager::None,
+                Some("systemctl is installed but systemd is not this machine's init"),
+            ),
+            (
+                "nothing",
+                base.clone(),
+                Manager::None,
+                Some("no service manager found (not macOS, no systemd)"),
+            ),
+        ];
+        for (what, facts, manager, cause) in cases {
+            let d = detect_from(&facts);
+            assert_eq!(d.manager, manager, "{what}");
+            match (cause, &d.problem) {
+                (None, None) => {}
+                (Some(c), Some(p)) => {
+                    assert!(p.cause.starts_with(c), "{what}: {}", p.cause);
+                    assert!(p.fix.contains("--manager none"), "{what}: {}", p.fix);
+                }
+                _ => panic!("{what}: {d:?}"),
+            }
+        }
+        // Under sudo the fix says why the bus is missing and how to get one.
+        let d = detect_from(&DetectFacts {
+            systemd_booted: true,
+            sudo_user: Some("admin".into()),
+            ..base
+        });
+        assert!(d.problem.unwrap().fix.contains(
+            "this runs under sudo from admin: `sudo -u` gives no user bus; use `machinectl \
+                 shell ops@`"
+        ));
+    }
+
     #[test]
     fn the_recording_runner_records_in_order_and_answers_by_rule() {
         let r = RecordingRunner::new();
