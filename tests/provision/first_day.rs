@@ -211,9 +211,9 @@ async fn item8_a_taken_name_says_which_to_do_and_spends_nothing() {
     assert_eq!(out.status.code(), Some(1));
     let stderr = text(&out.stderr);
     assert!(
-        stderr.contains(&format!(
+        stderr.contains(
             "the backend has an account named \"tora\" already (refused (409 conflict): "
-        )),
+        ),
         "{stderr}"
     );
     assert!(
