@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 mod first_day;
+mod machines;
 #[path = "../support/unit_exec.rs"]
 mod unit_exec;
 use unit_exec::exec_words;

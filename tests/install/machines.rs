@@ -1,0 +1,68 @@
+//! Units, reloads and hooks on real machines (issue 22): what `hoop
+//! install` writes and runs, through the real binary in a scratch HOME.
+
+use super::Machine;
+
+/// A stale matcher on one of our hooks is drift, named with what it was
+/// and what it will be, and --apply repairs it (item 5).
+#[test]
+fn a_stale_hook_matcher_is_drift_and_is_repaired() {
+    let m = Machine::new(&["bolt"]);
+    assert_eq!(m.hoop(&["install", "--apply", "--manager", "none"]).code, 0);
+    let text = std::fs::read_to_string(m.settings()).unwrap();
+    let stale = text.replace("\"Write|Edit|MultiEdit\"", "\"Edit\"");
+    assert_ne!(stale, text);
+    std::fs::write(m.settings(), &stale).unwrap();
+    let check = m.hoop(&["install", "--check", "--manager", "none"]);
+    assert_eq!(check.code, 1, "{}", check.stdout);
+    let link = m.root().join("bin/hoop");
+    assert!(
+        check.stdout.contains(&format!(
+            "error   [bolt] hooks {}: change (update [Edit] {link} guard memory (timeout 10 s) \
+             -> [Write|Edit|MultiEdit] {link} guard memory (timeout 10 s))",
+            m.settings().display(),
+            link = link.display()
+        )),
+        "{}",
+        check.stdout
+    );
+    assert_eq!(m.hoop(&["install", "--apply", "--manager", "none"]).code, 0);
+    assert_eq!(std::fs::read_to_string(m.settings()).unwrap(), text);
+    let check = m.hoop(&["install", "--check", "--manager", "none"]);
+    assert_eq!(check.code, 0, "{}", check.stdout);
+}
+
+/// Each hook the install writes carries its bound (item 10).
+#[test]
+fn every_installed_hook_has_a_timeout() {
+    let m = Machine::new(&["bolt"]);
+    std::fs::write(
+        m.root().join("bolt/install.json"),
+        r#"{"guards":["act","memory","phase","mcp"]}"#,
+    )
+    .unwrap();
+    assert_eq!(m.hoop(&["install", "--apply", "--manager", "none"]).code, 0);
+    let v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(m.settings()).unwrap()).unwrap();
+    let mut got = vec![];
+    for (event, list) in v["hooks"].as_object().unwrap() {
+        for group in list.as_array().unwrap() {
+            for h in group["hooks"].as_array().unwrap() {
+                let cmd = h["command"].as_str().unwrap();
+                let guard = cmd.split_whitespace().nth(2).unwrap().to_string();
+                got.push((event.clone(), guard, h["timeout"].as_u64()));
+            }
+        }
+    }
+    got.sort();
+    let want = |e: &str, g: &str, t| (e.to_string(), g.to_string(), Some(t));
+    assert_eq!(
+        got,
+        [
+            want("PostToolUse", "phase", 5),
+            want("PreToolUse", "act", 10),
+            want("PreToolUse", "mcp", 10),
+            want("PreToolUse", "memory", 10),
+        ]
+    );
+}
