@@ -502,8 +502,11 @@ pub fn merge_file(
 ) -> Result<Vec<Change>, FileError> {
     let (changes, data) = merge_plan(target, path, program, specs)?;
     if let Some(data) = data {
+        // A settings file kept in a dotfiles tree (stow, home-manager) is a
+        // link: write its target, keep the link.
         let opts = hoop_core::fsutil::WriteOptions {
             mode: file_mode(path).unwrap_or(hoop_core::fsutil::WriteOptions::default().mode),
+            links: hoop_core::fsutil::Links::WriteThrough,
         };
         hoop_core::fsutil::write_atomic(path, &data, opts).map_err(|source| FileError::Write {
             path: path.to_path_buf(),

@@ -66,3 +66,24 @@ fn every_installed_hook_has_a_timeout() {
         ]
     );
 }
+
+/// A settings.json kept in a dotfiles tree stays a link: the install
+/// writes its target (item 7).
+#[test]
+fn a_symlinked_settings_file_stays_a_link() {
+    let m = Machine::new(&["bolt"]);
+    let dotfiles = m.dir.path().join("dotfiles/claude");
+    std::fs::create_dir_all(&dotfiles).unwrap();
+    std::fs::write(dotfiles.join("settings.json"), r#"{"theme":"dark"}"#).unwrap();
+    std::fs::create_dir_all(m.settings().parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink(dotfiles.join("settings.json"), m.settings()).unwrap();
+    assert_eq!(m.hoop(&["install", "--apply", "--manager", "none"]).code, 0);
+    let meta = std::fs::symlink_metadata(m.settings()).unwrap();
+    assert!(meta.file_type().is_symlink(), "still a link");
+    let v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dotfiles.join("settings.json")).unwrap()).unwrap();
+    assert_eq!(v["theme"], "dark");
+    assert!(v["hooks"]["PreToolUse"].is_array(), "{v:#}");
+    let check = m.hoop(&["install", "--check", "--manager", "none"]);
+    assert_eq!(check.code, 0, "{}", check.stdout);
+}
