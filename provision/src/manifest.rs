@@ -290,15 +290,19 @@ pub fn plist_path(m: &Machine, home: &str) -> PathBuf {
 /// The `PATH` every unit gives the daemon: the stable link's directory, the
 /// directories of `claude` and `node`, then the system's.
 pub fn unit_path(m: &Machine) -> String {
-    let mut dirs: Vec<String> = vec![m.root.join(LINK_DIR).to_string_lossy().into_owned()];
     let system = match m.os {
         Os::Linux => LINUX_SYSTEM_PATH,
         Os::Macos => MACOS_SYSTEM_PATH,
     };
+    // The tools' own directories first, unless they are system directories:
+    // those keep the system's order (/usr/local/bin before /usr/bin), so a
+    // node found in /usr/bin does not hide one installed in /usr/local/bin.
+    let mut dirs: Vec<String> = vec![m.root.join(LINK_DIR).to_string_lossy().into_owned()];
     for d in m
         .tool_dirs
         .iter()
         .map(|d| d.to_string_lossy().into_owned())
+        .filter(|d| !system.contains(&d.as_str()))
         .chain(system.iter().map(|s| s.to_string()))
     {
         if !dirs.contains(&d) {
@@ -670,7 +674,7 @@ service  hoop-sentinel@old.service
             .unwrap();
         assert!(unit.contains("ExecStart=\"/home/ops/.hoop/bin/hoop\" sentinel run"));
         assert!(unit.contains(
-            "Environment=\"PATH=/home/ops/.hoop/bin:/home/ops/.npm/bin:/usr/bin:/usr/local/bin:/bin\""
+            "Environment=\"PATH=/home/ops/.hoop/bin:/home/ops/.npm/bin:/usr/local/bin:/usr/bin:/bin\""
         ));
     }
 

@@ -47,7 +47,12 @@ pub fn launchd_label(home: &str) -> String {
 }
 
 /// Quote a value for a unit file: double quotes, `\` and `"` escaped, `%`
-/// doubled (systemd expands `%` specifiers everywhere).
+/// doubled (systemd expands `%` specifiers everywhere). A `$` stays as it
+/// is: what is rendered from data is an `Environment=` value or the
+/// executable path of `ExecStart=`, neither of which systemd expands
+/// (`$VAR` expansion applies to a command's arguments, which here are fixed
+/// words and `%i`); `systemd-analyze verify` of a root holding `$` checks
+/// it.
 fn systemd_quote(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
@@ -204,9 +209,11 @@ mod tests {
     #[test]
     fn systemd_values_are_quoted_and_percent_escaped() {
         let mut f = facts();
-        f.hoop_bin = "/home/u/my tools/100%/hoop".into();
+        f.hoop_bin = "/home/u/my tools/100%/$HOME/hoop".into();
+        f.root = "/home/u/$x %h/.hoop".into();
         let u = systemd_unit(&f);
-        assert!(u.contains("ExecStart=\"/home/u/my tools/100%%/hoop\" sentinel"));
+        assert!(u.contains("ExecStart=\"/home/u/my tools/100%%/$HOME/hoop\" sentinel"));
+        assert!(u.contains("Environment=\"HOOP_ROOT=/home/u/$x %%h/.hoop\"\n"));
         assert_eq!(systemd_quote(r#"a"b\c"#), r#""a\"b\\c""#);
     }
 

@@ -87,3 +87,57 @@ fn a_symlinked_settings_file_stays_a_link() {
     let check = m.hoop(&["install", "--check", "--manager", "none"]);
     assert_eq!(check.code, 0, "{}", check.stdout);
 }
+
+/// A root whose path holds spaces, `%` and `$` renders a unit systemd
+/// reads back as that path: `systemd-analyze --user verify` is silent,
+/// ExecStart names the link, HOOP_ROOT the root; and the unit is
+/// `Type=exec`, `NoNewPrivileges=yes`, `UMask=0077` (item 10).
+#[test]
+fn a_root_with_spaces_percent_and_dollar_renders_a_unit_systemd_reads_back() {
+    let m = Machine::new(&[]);
+    let root = m.dir.path().join("odd $HOME 100% root");
+    let d = root.join("bolt");
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::write(
+        d.join("config.json"),
+        r#"{"base_url":"http://127.0.0.1:9","email":"a@example.com"}"#,
+    )
+    .unwrap();
+    let mut c = m.cmd(&["install", "--apply", "--manager", "none"]);
+    c.env("HOOP_ROOT", &root);
+    let apply = super::run(c);
+    assert_eq!(apply.code, 0, "{}{}", apply.stdout, apply.stderr);
+    let unit = std::fs::read_to_string(m.unit()).unwrap();
+    for line in ["Type=exec", "NoNewPrivileges=yes", "UMask=0077"] {
+        assert!(unit.lines().any(|l| l == line), "{line}\n{unit}");
+    }
+    assert!(!unit.lines().any(|l| l == "Type=simple"), "{unit}");
+    let exec = unit
+        .lines()
+        .find_map(|l| l.strip_prefix("ExecStart="))
+        .unwrap();
+    let argv = super::exec_words(exec, "bolt");
+    assert_eq!(argv[0], root.join("bin/hoop").display().to_string());
+    assert_eq!(argv[1..], ["sentinel", "run", "--home", "bolt"]);
+    let env: Vec<String> = unit
+        .lines()
+        .filter_map(|l| l.strip_prefix("Environment="))
+        .map(|v| super::exec_words(v, "bolt").remove(0))
+        .collect();
+    assert!(
+        env.contains(&format!("HOOP_ROOT={}", root.display())),
+        "{env:?}"
+    );
+    let runtime = m.dir.path().join("runtime");
+    std::fs::create_dir_all(&runtime).unwrap();
+    super::chmod(&runtime, 0o700);
+    let out = std::process::Command::new("systemd-analyze")
+        .args(["--user", "verify"])
+        .arg(m.unit())
+        .env("XDG_RUNTIME_DIR", &runtime)
+        .output()
+        .expect("systemd-analyze is needed (Debian package `systemd`; .ci/run installs it)");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(stderr, "", "{unit}");
+}
