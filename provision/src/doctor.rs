@@ -612,6 +612,7 @@ mod tests {
             manager: Manager::Systemd,
             runner: &r,
             manager_problem: None,
+            waits: Default::default(),
         };
         let found = doctor(&ctx, &|_| Ok(SystemTime::now()), SystemTime::now());
         let items: Vec<&str> = found.iter().map(|f| f.item.as_str()).collect();
@@ -731,6 +732,7 @@ mod tests {
                 manager: Manager::Launchd,
                 runner: &r,
                 manager_problem: None,
+                waits: Default::default(),
             };
             let found = doctor(&ctx, &|_| Ok(SystemTime::now()), SystemTime::now());
             let gui: Vec<String> = found

@@ -370,6 +370,37 @@ impl std::fmt::Display for Row {
     }
 }
 
+/// How long `--apply` waits, and how often it retries, around a launchd
+/// reload.
+#[derive(Debug, Clone)]
+pub struct Waits {
+    /// A running turn of a home whose agent is reloaded (a bootout stops
+    /// the daemon mid-turn): waited for as `hoop restart` waits.
+    pub turn: std::time::Duration,
+    pub poll: std::time::Duration,
+    /// launchd refuses a bootstrap for a few seconds after a bootout ("5:
+    /// Input/output error"): the bootstrap is tried again after each of
+    /// these.
+    pub bootstrap_retries: Vec<std::time::Duration>,
+}
+
+/// The bootstrap's backoff: 1 + 2 + 4 + 8 = 15 s in all, longer than the
+/// few seconds launchd takes to let go of a booted-out label.
+pub const BOOTSTRAP_RETRIES_SECS: [u64; 4] = [1, 2, 4, 8];
+
+impl Default for Waits {
+    fn default() -> Self {
+        Waits {
+            turn: crate::restart::TURN_WAIT,
+            poll: crate::restart::POLL,
+            bootstrap_retries: BOOTSTRAP_RETRIES_SECS
+                .iter()
+                .map(|s| std::time::Duration::from_secs(*s))
+                .collect(),
+        }
+    }
+}
+
 /// Everything plan, apply and check need.
 pub struct Ctx<'a> {
     pub machine: Machine,
@@ -379,6 +410,7 @@ pub struct Ctx<'a> {
     /// Set when the manager is `none` because detection found nothing
     /// usable (not chosen on purpose): nothing will restart a sentinel.
     pub manager_problem: Option<crate::service::Problem>,
+    pub waits: Waits,
 }
 
 impl<'a> Ctx<'a> {
@@ -397,6 +429,7 @@ impl<'a> Ctx<'a> {
             manager,
             runner,
             manager_problem: None,
+            waits: Waits::default(),
         })
     }
 
@@ -617,6 +650,14 @@ pub fn apply(ctx: &Ctx, rows: &[Row]) -> Result<Applied, InstallError> {
     };
     let (calls, notes) = service_plan(ctx, rows);
     out.notes = notes;
+    // A launchd reload stops the daemon: wait for its turn before anything
+    // is written, so a refusal leaves the old plist (and the next --apply
+    // still sees the change to load).
+    for call in &calls {
+        if let Some(home) = reloaded_home(ctx, call) {
+            wait_for_turn(ctx, home)?;
+        }
+    }
     for row in rows.iter().filter(|r| r.status.is_drift()) {
         match &row.item.want {
             Want::Link { path, target } => {
@@ -645,7 +686,14 @@ pub fn apply(ctx: &Ctx, rows: &[Row]) -> Result<Applied, InstallError> {
         .filter(|r| matches!(r.item.want, Want::Service { .. } | Want::Retired { .. }))
         .collect();
     for call in calls {
-        let res = ctx.runner.run(&call);
+        let res = if ctx.manager == Manager::Launchd
+            && call.program == "launchctl"
+            && call.args.first().is_some_and(|a| a == "bootstrap")
+        {
+            bootstrap(ctx, &call, &mut out.notes)
+        } else {
+            ctx.runner.run(&call)
+        };
         out.calls.push(call.clone());
         // Booting out an agent launchd no longer has loaded is not a failure:
         // the goal (not loaded) holds.
@@ -690,6 +738,101 @@ pub fn apply(ctx: &Ctx, rows: &[Row]) -> Result<Applied, InstallError> {
         }
     }
     Ok(out)
+}
+
+/// The home whose agent `call` boots out to reload it (a live home, not a
+/// retired one).
+fn reloaded_home<'c>(ctx: &'c Ctx, call: &Call) -> Option<&'c HomeEntry> {
+    if call.program != "launchctl" || call.args.first().map(String::as_str) != Some("bootout") {
+        return None;
+    }
+    let label = call.args.get(1)?.rsplit('/').next()?;
+    ctx.homes
+        .iter()
+        .find(|h| units::launchd_label(&h.name) == label)
+}
+
+/// Wait (bounded) until no turn of `home` runs: booting its agent out
+/// would stop the daemon mid-turn.
+fn wait_for_turn(ctx: &Ctx, home: &HomeEntry) -> Result<(), InstallError> {
+    let lock = match Home::new(&ctx.machine.root, &home.name) {
+        Ok(h) => h.turn_lock_path(),
+        Err(e) => return Err(InstallError::Apply(e.to_string())),
+    };
+    let deadline = std::time::Instant::now() + ctx.waits.turn;
+    loop {
+        match hoop_sentinel::lock::probe(&lock) {
+            Ok(hoop_sentinel::lock::Probe::Free) => return Ok(()),
+            Ok(_) if std::time::Instant::now() < deadline => std::thread::sleep(ctx.waits.poll),
+            Ok(_) => {
+                return Err(InstallError::Apply(format!(
+                    "a turn of {} is still running after {} s, so its agent was not reloaded \
+                     (a bootout would stop it mid-turn); run `hoop install --apply` again when \
+                     it ends",
+                    home.name,
+                    ctx.waits.turn.as_secs()
+                )));
+            }
+            Err(e) => return Err(InstallError::Apply(format!("{}: {e}", lock.display()))),
+        }
+    }
+}
+
+/// `launchctl bootstrap`, retried with backoff while launchd still holds a
+/// label it just booted out ("5: Input/output error"), then verified with
+/// `launchctl print` (a bootstrap that answered yes but loaded nothing is
+/// a failure). Retries and the check are notes, not planned calls.
+fn bootstrap(
+    ctx: &Ctx,
+    call: &Call,
+    notes: &mut Vec<String>,
+) -> Result<crate::service::CallOutput, crate::service::RunError> {
+    let mut res = ctx.runner.run(call)?;
+    for delay in &ctx.waits.bootstrap_retries {
+        if res.success() || !bootstrap_busy(&res) {
+            break;
+        }
+        notes.push(format!(
+            "`{call}`: {} (launchd still holds the label); again in {} s",
+            res.stderr.trim(),
+            delay.as_secs_f64()
+        ));
+        std::thread::sleep(*delay);
+        res = ctx.runner.run(call)?;
+    }
+    if !res.success() {
+        return Ok(res);
+    }
+    let Some(label) = call
+        .args
+        .get(2)
+        .and_then(|p| Path::new(p).file_stem())
+        .map(|s| s.to_string_lossy().into_owned())
+    else {
+        return Ok(res);
+    };
+    let print = Call::new(
+        "launchctl",
+        &["print", &format!("{}/{label}", ctx.domain())],
+    );
+    let seen = ctx.runner.run(&print)?;
+    if seen.success() {
+        return Ok(res);
+    }
+    Ok(crate::service::CallOutput {
+        code: Some(1),
+        stdout: String::new(),
+        stderr: format!(
+            "it answered yes, but `{print}` does not find the job ({}); see `log show --last \
+             5m --predicate 'process == \"launchd\"'`",
+            seen.stderr.trim()
+        ),
+    })
+}
+
+/// launchd's answer while a booted-out label is still being torn down.
+fn bootstrap_busy(o: &crate::service::CallOutput) -> bool {
+    o.code == Some(5) || o.stderr.contains("Input/output error")
 }
 
 /// How bad a finding is.
@@ -858,6 +1001,7 @@ mod tests {
             manager,
             runner,
             manager_problem: None,
+            waits: Waits::default(),
         }
     }
 
@@ -1010,13 +1154,15 @@ mod tests {
     fn launchd_bootstraps_each_agent_and_reloads_one_whose_plist_changed() {
         let w = world(&["bolt", "nova"]);
         let r = RecordingRunner::new();
-        r.answer(
+        // Not loaded when the plan asks; loaded once bootstrapped.
+        r.answer_times(
             |c| c.args.first().map(String::as_str) == Some("print"),
             CallOutput {
                 code: Some(113),
                 stdout: String::new(),
                 stderr: "Could not find service\n".into(),
             },
+            2,
         );
         let mut c = ctx(&w, &r, Manager::Launchd);
         c.machine.os = Os::Macos;
@@ -1076,6 +1222,7 @@ mod tests {
             manager: Manager::Launchd,
             runner: &r,
             manager_problem: None,
+            waits: Waits::default(),
         };
         // launchd no longer has it loaded: bootout fails, the plist still goes.
         r.answer(
@@ -1158,6 +1305,173 @@ mod tests {
                 w.root.join("nova/config.json").display()
             )),
             "{lines:#?}"
+        );
+    }
+
+    /// A launchd reload (issue 22 item 2): the bootout waits for a running
+    /// turn, a bootstrap launchd refuses while it still holds the label is
+    /// retried, and the job is verified loaded; the calls, in order.
+    #[test]
+    fn a_launchd_reload_waits_for_the_turn_retries_the_bootstrap_and_verifies() {
+        let w = world(&["bolt"]);
+        let quick = Waits {
+            turn: std::time::Duration::from_millis(200),
+            poll: std::time::Duration::from_millis(10),
+            bootstrap_retries: vec![std::time::Duration::ZERO; 2],
+        };
+        let (mut machine, homes) = gather(&w.root, &w.env()).unwrap();
+        machine.os = Os::Macos;
+        machine.uid = 501;
+        let waits = quick;
+        // Installed and loaded.
+        let r = RecordingRunner::new();
+        let c = Ctx {
+            machine: machine.clone(),
+            homes: homes.clone(),
+            manager: Manager::Launchd,
+            runner: &r,
+            manager_problem: None,
+            waits: waits.clone(),
+        };
+        apply(&c, &plan(&c).unwrap()).unwrap();
+        let plist = w
+            .user_home
+            .join("Library/LaunchAgents/dev.hoop.sentinel.bolt.plist");
+        let text = std::fs::read_to_string(&plist).unwrap();
+        let edit = || {
+            std::fs::write(
+                &plist,
+                text.replace("<integer>60</integer>", "<integer>1</integer>"),
+            )
+            .unwrap()
+        };
+        let busy = CallOutput {
+            code: Some(5),
+            stdout: String::new(),
+            stderr: "Bootstrap failed: 5: Input/output error\n".into(),
+        };
+        let is =
+            |verb: &'static str| move |c: &Call| c.args.first().map(String::as_str) == Some(verb);
+
+        // A turn is running: nothing is booted out.
+        edit();
+        let turn = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(w.root.join("bolt/turn.lock"))
+            .unwrap();
+        turn.try_lock().unwrap();
+        let r = RecordingRunner::new();
+        let c = Ctx {
+            runner: &r,
+            machine: machine.clone(),
+            homes: homes.clone(),
+            manager: Manager::Launchd,
+            manager_problem: None,
+            waits: waits.clone(),
+        };
+        let err = apply(&c, &plan(&c).unwrap()).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "a turn of bolt is still running after 0 s, so its agent was not reloaded (a \
+             bootout would stop it mid-turn); run `hoop install --apply` again when it ends"
+        );
+        assert!(
+            !r.calls().iter().any(|c| is("bootout")(c)),
+            "{:?}",
+            r.calls()
+        );
+        drop(turn);
+
+        // The turn ended: bootout, a refused bootstrap, the retry, the check.
+        let r = RecordingRunner::new();
+        r.answer_times(is("bootstrap"), busy.clone(), 1);
+        let c = Ctx {
+            runner: &r,
+            machine: machine.clone(),
+            homes: homes.clone(),
+            manager: Manager::Launchd,
+            manager_problem: None,
+            waits: waits.clone(),
+        };
+        let applied = apply(&c, &plan(&c).unwrap()).unwrap();
+        let calls: Vec<String> = r.calls().iter().map(ToString::to_string).collect();
+        let target = "gui/501/dev.hoop.sentinel.bolt";
+        let boot = format!("launchctl bootstrap gui/501 {}", plist.display());
+        assert_eq!(
+            calls,
+            [
+                format!("launchctl print {target}"),
+                format!("launchctl bootout {target}"),
+                boot.clone(),
+                boot.clone(),
+                format!("launchctl print {target}"),
+            ]
+        );
+        assert_eq!(
+            applied.notes,
+            [format!(
+                "`{boot}`: Bootstrap failed: 5: Input/output error (launchd still holds the \
+                 label); again in 0 s"
+            )]
+        );
+        assert_eq!(std::fs::read_to_string(&plist).unwrap(), text);
+
+        // launchd keeps refusing: a failure after the bounded retries.
+        edit();
+        let r = RecordingRunner::new();
+        r.answer(is("bootstrap"), busy);
+        let c = Ctx {
+            runner: &r,
+            machine: machine.clone(),
+            homes: homes.clone(),
+            manager: Manager::Launchd,
+            manager_problem: None,
+            waits: waits.clone(),
+        };
+        let err = apply(&c, &plan(&c).unwrap()).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            format!("`{boot}` exited 5: Bootstrap failed: 5: Input/output error")
+        );
+        assert_eq!(r.calls().iter().filter(|c| is("bootstrap")(c)).count(), 3);
+
+        // A bootstrap that said yes but loaded nothing is a failure.
+        edit();
+        let r = RecordingRunner::new();
+        r.answer_times(
+            is("print"),
+            CallOutput {
+                code: Some(0),
+                ..CallOutput::default()
+            },
+            1,
+        );
+        r.answer(
+            is("print"),
+            CallOutput {
+                code: Some(113),
+                stdout: String::new(),
+                stderr: "Could not find service \"dev.hoop.sentinel.bolt\" in domain for port\n"
+                    .into(),
+            },
+        );
+        let c = Ctx {
+            runner: &r,
+            machine,
+            homes,
+            manager: Manager::Launchd,
+            manager_problem: None,
+            waits,
+        };
+        let err = apply(&c, &plan(&c).unwrap()).unwrap_err().to_string();
+        assert!(
+            err.starts_with(&format!(
+                "`{boot}` exited 1: it answered yes, but `launchctl print {target}` does not \
+                 find the job (Could not find service"
+            )),
+            "{err}"
         );
     }
 }

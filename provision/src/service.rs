@@ -287,7 +287,13 @@ impl Runner for DryRunner {
 pub struct RecordingRunner {
     calls: Mutex<Vec<Call>>,
     #[allow(clippy::type_complexity)]
-    rules: Mutex<VecDeque<(Box<dyn Fn(&Call) -> bool + Send + Sync>, CallOutput)>>,
+    rules: Mutex<
+        VecDeque<(
+            Box<dyn Fn(&Call) -> bool + Send + Sync>,
+            CallOutput,
+            Option<usize>,
+        )>,
+    >,
 }
 
 impl RecordingRunner {
@@ -305,7 +311,22 @@ impl RecordingRunner {
         self.rules
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .push_back((Box::new(matches), output));
+            .push_back((Box::new(matches), output, None));
+    }
+
+    /// Answer the next `times` calls that `matches` accepts with `output`;
+    /// later ones go on to the next rule (a manager whose answer changes:
+    /// launchd refusing a bootstrap, then taking it).
+    pub fn answer_times(
+        &self,
+        matches: impl Fn(&Call) -> bool + Send + Sync + 'static,
+        output: CallOutput,
+        times: usize,
+    ) {
+        self.rules
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push_back((Box::new(matches), output, Some(times)));
     }
 
     /// Every call made so far, in order.
@@ -320,15 +341,22 @@ impl Runner for RecordingRunner {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .push(call.clone());
-        let rules = self.rules.lock().unwrap_or_else(|e| e.into_inner());
-        Ok(rules
-            .iter()
-            .find(|(m, _)| m(call))
-            .map(|(_, o)| o.clone())
-            .unwrap_or(CallOutput {
+        let mut rules = self.rules.lock().unwrap_or_else(|e| e.into_inner());
+        let hit = rules
+            .iter_mut()
+            .find(|(m, _, left)| *left != Some(0) && m(call));
+        Ok(match hit {
+            Some((_, o, left)) => {
+                if let Some(n) = left {
+                    *n -= 1;
+                }
+                o.clone()
+            }
+            None => CallOutput {
                 code: Some(0),
                 ..CallOutput::default()
-            }))
+            },
+        })
     }
 }
 

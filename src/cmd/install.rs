@@ -171,6 +171,7 @@ impl Setup {
             manager: self.manager,
             runner: self.runner.as_ref(),
             manager_problem: self.resolved.problem.clone(),
+            waits: Default::default(),
         }
     }
 
