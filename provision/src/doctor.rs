@@ -607,6 +607,8 @@ mod tests {
                 installed_units: vec![],
                 broken: vec![],
                 dropins: vec![],
+                foreign_root: None,
+                owned_units: None,
             },
             homes: vec![crate::install::home_entry(&home, &user_home).unwrap()],
             manager: Manager::Systemd,
@@ -714,6 +716,8 @@ mod tests {
             installed_units: vec![],
             broken: vec![],
             dropins: vec![],
+            foreign_root: None,
+            owned_units: None,
         };
         for (answer, want) in [(0, false), (113, true)] {
             let r = RecordingRunner::new();

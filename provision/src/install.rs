@@ -118,10 +118,9 @@ pub fn gather(root: &Path, env: &Env) -> Result<(Machine, Vec<HomeEntry>), Insta
     }
     // The tools' directories as recorded at install time, so that the unit
     // never depends on the shell a later command runs from.
-    let recorded = crate::record::load(root)
-        .ok()
-        .flatten()
-        .filter(|r| !env.path_from_shell && !r.tool_dirs.is_empty());
+    let record = crate::record::load(root).ok().flatten();
+    let owned_units = record.as_ref().map(|r| r.units.clone());
+    let recorded = record.filter(|r| !env.path_from_shell && !r.tool_dirs.is_empty());
     match recorded {
         Some(r) => r.tool_dirs.into_iter().for_each(&mut push),
         None => {
@@ -146,9 +145,12 @@ pub fn gather(root: &Path, env: &Env) -> Result<(Machine, Vec<HomeEntry>), Insta
         installed_units: Vec::new(),
         broken,
         dropins: Vec::new(),
+        foreign_root: None,
+        owned_units,
     };
     m.installed_units = installed_units(&m);
     m.dropins = dropins(&m);
+    m.foreign_root = foreign_root(&m);
     Ok((m, homes))
 }
 
@@ -293,6 +295,26 @@ fn installed_units(m: &Machine) -> Vec<String> {
         .collect();
     v.sort();
     v
+}
+
+/// A unit file of this user that serves another hoop root that still
+/// exists (the shared systemd template, or a home's launchd agent).
+fn foreign_root(m: &Machine) -> Option<(PathBuf, PathBuf)> {
+    let files: Vec<PathBuf> = match m.os {
+        Os::Linux => vec![manifest::systemd_unit_dir(m).join(units::SYSTEMD_UNIT_FILE)],
+        Os::Macos => m
+            .installed_units
+            .iter()
+            .map(|h| manifest::plist_path(m, h))
+            .collect(),
+    };
+    files.into_iter().find_map(|unit| {
+        let bytes = std::fs::read(&unit).ok()?;
+        let other = PathBuf::from(units::unit_env(&bytes, hoop_core::home::ROOT_ENV)?);
+        let same = other == m.root
+            || std::fs::canonicalize(&other).ok() == std::fs::canonicalize(&m.root).ok();
+        (!same && other.is_dir()).then_some((unit, other))
+    })
 }
 
 /// The template's drop-ins (`*.conf` in `hoop-sentinel@.service.d/`), by
@@ -1473,5 +1495,39 @@ mod tests {
             )),
             "{err}"
         );
+    }
+
+    /// Only the units this root's install record lists are retired when
+    /// their home is gone; another root's are left alone (issue 22 item 4).
+    #[test]
+    fn only_this_roots_units_are_retired() {
+        let w = world(&["tora"]);
+        crate::record::save(
+            &w.root,
+            &crate::record::Record {
+                manager: Manager::Systemd,
+                manager_on_purpose: true,
+                tool_dirs: vec![],
+                units: vec!["bolt".into(), "tora".into()],
+            },
+        )
+        .unwrap();
+        let wants = w
+            .user_home
+            .join(".config/systemd/user/default.target.wants");
+        std::fs::create_dir_all(&wants).unwrap();
+        for h in ["bolt", "other"] {
+            std::os::unix::fs::symlink("/x", wants.join(format!("hoop-sentinel@{h}.service")))
+                .unwrap();
+        }
+        let r = RecordingRunner::new();
+        let c = ctx(&w, &r, Manager::Systemd);
+        let retired: Vec<String> = plan(&c)
+            .unwrap()
+            .iter()
+            .filter(|r| r.status == Status::Remove)
+            .map(|r| r.subject.clone())
+            .collect();
+        assert_eq!(retired, ["hoop-sentinel@bolt.service"]);
     }
 }

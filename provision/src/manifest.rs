@@ -75,6 +75,13 @@ pub struct Machine {
     /// systemd drop-ins of the template (`hoop-sentinel@.service.d/*.conf`):
     /// the operator's local changes, kept and reported, never drift.
     pub dropins: Vec<PathBuf>,
+    /// A unit file of this user that serves another hoop root (which still
+    /// exists): the unit and that root. One user runs one root.
+    pub foreign_root: Option<(PathBuf, PathBuf)>,
+    /// The homes whose units this root installed (its install record);
+    /// `None` before the first `--apply` that kept a record. Only these
+    /// are retired when their home is gone.
+    pub owned_units: Option<Vec<String>>,
 }
 
 /// A home whose `config.json`, `sentinel.json` or `install.json` does not
@@ -256,6 +263,17 @@ pub enum ManifestError {
          only act and memory in their install.json"
     )]
     SharedHomeHooks { path: PathBuf, homes: String },
+    #[error(
+        "{unit} serves the hoop root {other}, and one user runs one root: installing {this} \
+         would take that root's units and hooks over. Install from that root \
+         (HOOP_ROOT={other} hoop install --plan) and move this root's homes into it; or, if \
+         {other} is retired, stop its sentinels and remove {unit} first"
+    )]
+    SecondRoot {
+        unit: PathBuf,
+        other: PathBuf,
+        this: PathBuf,
+    },
 }
 
 /// The stable link: `<root>/bin/hoop`.
@@ -326,6 +344,13 @@ pub fn manifest(
     homes: &[HomeEntry],
     opts: Options,
 ) -> Result<Vec<Item>, ManifestError> {
+    if let Some((unit, other)) = &m.foreign_root {
+        return Err(ManifestError::SecondRoot {
+            unit: unit.clone(),
+            other: other.clone(),
+            this: m.root.clone(),
+        });
+    }
     if m.os == Os::Macos {
         let mut paths: Vec<(String, &Path)> = vec![
             ("the hoop root".into(), &m.root),
@@ -434,6 +459,10 @@ pub fn manifest(
     }
     for gone in &m.installed_units {
         if homes.iter().any(|h| &h.name == gone) || m.broken.iter().any(|b| &b.name == gone) {
+            continue;
+        }
+        // Only what this root installed is this root's to retire.
+        if m.owned_units.as_ref().is_some_and(|o| !o.contains(gone)) {
             continue;
         }
         items.push(Item {
@@ -585,6 +614,8 @@ mod tests {
             installed_units: vec!["bolt".into(), "old".into()],
             broken: vec![],
             dropins: vec![],
+            foreign_root: None,
+            owned_units: None,
         }
     }
 
@@ -601,6 +632,8 @@ mod tests {
             installed_units: vec![],
             broken: vec![],
             dropins: vec![],
+            foreign_root: None,
+            owned_units: None,
         }
     }
 

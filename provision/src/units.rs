@@ -141,20 +141,35 @@ fn fill(v: &mut plist::Value, subst: &impl Fn(&str) -> String) {
 
 /// The value of `PATH` a rendered unit gives the daemon, if it sets one.
 pub fn unit_path(bytes: &[u8]) -> Option<String> {
+    unit_env(bytes, "PATH")
+}
+
+/// The value of `key` in a rendered unit's environment (a plist's
+/// `EnvironmentVariables`, a systemd unit's `Environment=` lines, as the
+/// renderer quotes them).
+pub fn unit_env(bytes: &[u8], key: &str) -> Option<String> {
     if let Ok(v) = plist::Value::from_reader_xml(bytes) {
         return v
             .as_dictionary()?
             .get("EnvironmentVariables")?
             .as_dictionary()?
-            .get("PATH")?
+            .get(key)?
             .as_string()
             .map(str::to_string);
     }
     let text = std::str::from_utf8(bytes).ok()?;
     text.lines().find_map(|l| {
         let v = l.trim().strip_prefix("Environment=")?;
-        let v = v.trim_matches('"');
-        v.strip_prefix("PATH=").map(|p| p.replace("%%", "%"))
+        let v = v
+            .strip_prefix('"')
+            .and_then(|v| v.strip_suffix('"'))
+            .unwrap_or(v);
+        let v = v.strip_prefix(key)?.strip_prefix('=')?;
+        Some(
+            v.replace("%%", "%")
+                .replace("\\\"", "\"")
+                .replace("\\\\", "\\"),
+        )
     })
 }
 

@@ -141,3 +141,63 @@ fn a_root_with_spaces_percent_and_dollar_renders_a_unit_systemd_reads_back() {
     assert!(out.status.success(), "{stderr}");
     assert_eq!(stderr, "", "{unit}");
 }
+
+/// A second hoop root under the same user is refused with the line that
+/// says which root the units serve and what to do; the first root keeps
+/// its units, hooks and a clean --check (item 4).
+#[test]
+fn a_second_root_under_one_user_is_refused_and_the_first_keeps_everything() {
+    let m = Machine::new(&["bolt"]);
+    assert_eq!(m.hoop(&["install", "--apply", "--manager", "none"]).code, 0);
+    let unit = std::fs::read(m.unit()).unwrap();
+    let settings = std::fs::read(m.settings()).unwrap();
+    let other = m.dir.path().join("other-root");
+    let d = other.join("nova");
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::write(
+        d.join("config.json"),
+        r#"{"base_url":"http://127.0.0.1:9","email":"n@example.com"}"#,
+    )
+    .unwrap();
+    let refusal = format!(
+        "{} serves the hoop root {}, and one user runs one root: installing {} would take \
+         that root's units and hooks over. Install from that root (HOOP_ROOT={} hoop install \
+         --plan) and move this root's homes into it; or, if {} is retired, stop its sentinels \
+         and remove {} first",
+        m.unit().display(),
+        m.root().display(),
+        other.display(),
+        m.root().display(),
+        m.root().display(),
+        m.unit().display()
+    );
+    for mode in ["--plan", "--apply"] {
+        let mut c = m.cmd(&["install", mode, "--manager", "none"]);
+        c.env("HOOP_ROOT", &other);
+        let out = super::run(c);
+        assert_eq!(out.code, 1, "{mode}: {}{}", out.stdout, out.stderr);
+        assert!(
+            out.stderr.contains(&format!("hoop: {refusal}")),
+            "{mode}: {}",
+            out.stderr
+        );
+    }
+    let mut c = m.cmd(&["install", "--check", "--manager", "none"]);
+    c.env("HOOP_ROOT", &other);
+    let out = super::run(c);
+    assert_eq!(out.code, 1);
+    assert!(
+        out.stdout.contains(&format!("error   manifest: {refusal}")),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(std::fs::read(m.unit()).unwrap(), unit, "A's unit untouched");
+    assert_eq!(std::fs::read(m.settings()).unwrap(), settings);
+    let check = m.hoop(&["install", "--check", "--manager", "none"]);
+    assert_eq!(check.code, 0, "{}", check.stdout);
+    // A root that is gone for good does not hold the next one back.
+    std::fs::remove_dir_all(m.root()).unwrap();
+    let mut c = m.cmd(&["install", "--plan", "--manager", "none"]);
+    c.env("HOOP_ROOT", &other);
+    assert_eq!(super::run(c).code, 0);
+}
