@@ -470,3 +470,26 @@ fn item6_the_unit_path_is_recorded_at_install_and_drop_ins_are_kept() {
         "[Service]\nRestartSec=1\n"
     );
 }
+
+/// Under `sudo -u` the user's bus is missing: the refusal says so and how
+/// to get a session that has one (issue 22 item 10).
+#[test]
+fn under_sudo_the_missing_bus_is_explained() {
+    let m = Machine::new(&["bolt"]);
+    standin_systemctl(&m.tools(), 1, "Failed to connect to bus: No medium found");
+    let user = me();
+    let mut c = m.cmd(&["install", "--apply", "--manager", "systemd"]);
+    c.env("PATH", format!("{}:/bin", m.tools().display()))
+        .env("SUDO_USER", "admin");
+    let out = run(c);
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr.contains(&format!(
+            "run this from a login session of {user} (this runs under sudo from admin: `sudo \
+             -u` gives no user bus; use `machinectl shell {user}@` or `sudo -iu {user}` after \
+             enabling linger), or set XDG_RUNTIME_DIR=/run/user/$(id -u)"
+        )),
+        "{}",
+        out.stderr
+    );
+}
