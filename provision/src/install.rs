@@ -1330,6 +1330,22 @@ mod tests {
         );
     }
 
+    fn launchd_ctx<'a>(
+        machine: &Machine,
+        homes: &[HomeEntry],
+        waits: &Waits,
+        runner: &'a dyn Runner,
+    ) -> Ctx<'a> {
+        Ctx {
+            machine: machine.clone(),
+            homes: homes.to_vec(),
+            manager: Manager::Launchd,
+            runner,
+            manager_problem: None,
+            waits: waits.clone(),
+        }
+    }
+
     /// A launchd reload (issue 22 item 2): the bootout waits for a running
     /// turn, a bootstrap launchd refuses while it still holds the label is
     /// retried, and the job is verified loaded; the calls, in order.
@@ -1347,14 +1363,7 @@ mod tests {
         let waits = quick;
         // Installed and loaded.
         let r = RecordingRunner::new();
-        let c = Ctx {
-            machine: machine.clone(),
-            homes: homes.clone(),
-            manager: Manager::Launchd,
-            runner: &r,
-            manager_problem: None,
-            waits: waits.clone(),
-        };
+        let c = launchd_ctx(&machine, &homes, &waits, &r);
         apply(&c, &plan(&c).unwrap()).unwrap();
         let plist = w
             .user_home
@@ -1385,14 +1394,7 @@ mod tests {
             .unwrap();
         turn.try_lock().unwrap();
         let r = RecordingRunner::new();
-        let c = Ctx {
-            runner: &r,
-            machine: machine.clone(),
-            homes: homes.clone(),
-            manager: Manager::Launchd,
-            manager_problem: None,
-            waits: waits.clone(),
-        };
+        let c = launchd_ctx(&machine, &homes, &waits, &r);
         let err = apply(&c, &plan(&c).unwrap()).unwrap_err().to_string();
         assert_eq!(
             err,
@@ -1409,14 +1411,7 @@ mod tests {
         // The turn ended: bootout, a refused bootstrap, the retry, the check.
         let r = RecordingRunner::new();
         r.answer_times(is("bootstrap"), busy.clone(), 1);
-        let c = Ctx {
-            runner: &r,
-            machine: machine.clone(),
-            homes: homes.clone(),
-            manager: Manager::Launchd,
-            manager_problem: None,
-            waits: waits.clone(),
-        };
+        let c = launchd_ctx(&machine, &homes, &waits, &r);
         let applied = apply(&c, &plan(&c).unwrap()).unwrap();
         let calls: Vec<String> = r.calls().iter().map(ToString::to_string).collect();
         let target = "gui/501/dev.hoop.sentinel.bolt";
@@ -1444,14 +1439,7 @@ mod tests {
         edit();
         let r = RecordingRunner::new();
         r.answer(is("bootstrap"), busy);
-        let c = Ctx {
-            runner: &r,
-            machine: machine.clone(),
-            homes: homes.clone(),
-            manager: Manager::Launchd,
-            manager_problem: None,
-            waits: waits.clone(),
-        };
+        let c = launchd_ctx(&machine, &homes, &waits, &r);
         let err = apply(&c, &plan(&c).unwrap()).unwrap_err().to_string();
         assert_eq!(
             err,
@@ -1479,14 +1467,7 @@ mod tests {
                     .into(),
             },
         );
-        let c = Ctx {
-            runner: &r,
-            machine,
-            homes,
-            manager: Manager::Launchd,
-            manager_problem: None,
-            waits,
-        };
+        let c = launchd_ctx(&machine, &homes, &waits, &r);
         let err = apply(&c, &plan(&c).unwrap()).unwrap_err().to_string();
         assert!(
             err.starts_with(&format!(
