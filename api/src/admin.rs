@@ -187,6 +187,15 @@ fn one() -> u32 {
     1
 }
 
+/// `GET /v1/admin/cards?conversation_id=&id=`: which cards to list.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct AdminCardQuery {
+    #[serde(default)]
+    pub conversation_id: Option<ConversationId>,
+    #[serde(default)]
+    pub id: Option<crate::types::CardId>,
+}
+
 /// `POST admin::CARDS`: a card assigned by the operator in a room
 /// (optionally on behalf of `creator_id`), under the same rules as
 /// `POST /v1/workrooms/{cid}/tasks`.
@@ -432,6 +441,19 @@ impl AdminClient {
 
     pub async fn create_card(&self, req: &AdminCreateCard) -> Result<Card, AdminError> {
         self.post(r::CARDS, req).await
+    }
+
+    /// Every card of a room, or one card, newest first.
+    pub async fn cards(&self, q: &AdminCardQuery) -> Result<Vec<Card>, AdminError> {
+        let mut path = r::CARDS.to_string();
+        let mut sep = '?';
+        for (k, v) in [("conversation_id", q.conversation_id), ("id", q.id)] {
+            if let Some(v) = v {
+                path.push_str(&format!("{sep}{k}={v}"));
+                sep = '&';
+            }
+        }
+        self.call::<(), _>(reqwest::Method::GET, &path, None).await
     }
 
     pub async fn push(&self, req: &Push) -> Result<Pushed, AdminError> {

@@ -11,21 +11,77 @@ use std::path::Path;
 pub struct WriteOptions {
     /// Unix permission bits for the new file (e.g. 0o600 for token caches).
     pub mode: u32,
+    /// What a symlink at the path gets.
+    pub links: Links,
+}
+
+/// What [`write_atomic`] does when the path is a symlink.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Links {
+    /// The rename replaces the link with a regular file: the default, for
+    /// every state file hoop owns (a link planted in a home never sends a
+    /// token elsewhere).
+    Replace,
+    /// The link stays and its final target is written (atomically, beside
+    /// the target): for files a person owns and may keep in a dotfiles
+    /// tree (stow, home-manager) — Claude Code's `settings.json`, Cursor's
+    /// `hooks.json`.
+    WriteThrough,
 }
 
 impl Default for WriteOptions {
     fn default() -> Self {
-        WriteOptions { mode: 0o644 }
+        WriteOptions {
+            mode: 0o644,
+            links: Links::Replace,
+        }
     }
 }
 
 impl WriteOptions {
     /// Owner read/write only: token caches, keys, anything secret.
-    pub const SECRET: WriteOptions = WriteOptions { mode: 0o600 };
+    pub const SECRET: WriteOptions = WriteOptions {
+        mode: 0o600,
+        links: Links::Replace,
+    };
+}
+
+/// How many symlinks [`write_atomic`] follows under [`Links::WriteThrough`]
+/// before it gives up (the kernel's own limit for a path lookup).
+pub const MAX_LINK_HOPS: usize = 40;
+
+/// The final target of `path` when it is a symlink (following chains and
+/// relative targets; the last target need not exist), else `path`.
+pub fn link_target(path: &Path) -> io::Result<std::path::PathBuf> {
+    let mut p = path.to_path_buf();
+    for _ in 0..MAX_LINK_HOPS {
+        match fs::symlink_metadata(&p) {
+            Ok(m) if m.file_type().is_symlink() => {
+                let t = fs::read_link(&p)?;
+                p = match p.parent() {
+                    Some(dir) if t.is_relative() => dir.join(t),
+                    _ => t,
+                };
+            }
+            _ => return Ok(p),
+        }
+    }
+    Err(io::Error::other(format!(
+        "{}: more than {MAX_LINK_HOPS} symlinks",
+        path.display()
+    )))
 }
 
 /// Write `data` to `path` atomically, creating parent directories.
 pub fn write_atomic(path: &Path, data: &[u8], opts: WriteOptions) -> io::Result<()> {
+    let target;
+    let path = match opts.links {
+        Links::Replace => path,
+        Links::WriteThrough => {
+            target = link_target(path)?;
+            target.as_path()
+        }
+    };
     let (dir, tmp) = temp_beside(path)?;
     let dir = dir.as_path();
     let result = (|| {
@@ -126,6 +182,59 @@ mod tests {
         symlink_atomic(Path::new("/b"), &link).unwrap();
         assert_eq!(fs::read_link(&link).unwrap(), Path::new("/b"));
         assert_eq!(fs::read_dir(dir.path().join("bin")).unwrap().count(), 1);
+    }
+
+    /// Write-through keeps the link (and a chain of them, relative or not)
+    /// and writes the final target; the default replaces the link.
+    #[cfg(unix)]
+    #[test]
+    fn a_symlink_is_written_through_only_when_asked() {
+        use std::os::unix::fs::symlink;
+        let dir = tempfile::tempdir().unwrap();
+        let dotfiles = dir.path().join("dotfiles/claude");
+        fs::create_dir_all(&dotfiles).unwrap();
+        let real = dotfiles.join("settings.json");
+        fs::write(&real, "old").unwrap();
+        let home = dir.path().join("home/.claude");
+        fs::create_dir_all(&home).unwrap();
+        // settings.json -> middle.json -> ../../dotfiles/claude/settings.json
+        symlink(
+            "../../dotfiles/claude/settings.json",
+            home.join("middle.json"),
+        )
+        .unwrap();
+        symlink("middle.json", home.join("settings.json")).unwrap();
+        let through = WriteOptions {
+            links: Links::WriteThrough,
+            ..WriteOptions::default()
+        };
+        write_atomic(&home.join("settings.json"), b"new", through).unwrap();
+        assert!(
+            fs::symlink_metadata(home.join("settings.json"))
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        assert_eq!(fs::read(&real).unwrap(), b"new");
+        assert_eq!(fs::read_dir(&dotfiles).unwrap().count(), 1, "no temp left");
+        // A dangling link: its target is created.
+        fs::remove_file(&real).unwrap();
+        write_atomic(&home.join("settings.json"), b"again", through).unwrap();
+        assert_eq!(fs::read(&real).unwrap(), b"again");
+        // A loop is an error, not a hang.
+        symlink("b", home.join("a")).unwrap();
+        symlink("a", home.join("b")).unwrap();
+        assert!(write_atomic(&home.join("a"), b"x", through).is_err());
+        // The default replaces the link with a regular file.
+        write_atomic(
+            &home.join("settings.json"),
+            b"mine",
+            WriteOptions::default(),
+        )
+        .unwrap();
+        let m = fs::symlink_metadata(home.join("settings.json")).unwrap();
+        assert!(m.file_type().is_file());
+        assert_eq!(fs::read(&real).unwrap(), b"again", "the target untouched");
     }
 
     #[test]

@@ -4,9 +4,12 @@
 //! The merge is idempotent and touches only our own entries: an entry is
 //! "ours" when its command runs a program named `hoop` with the same guard
 //! arguments. A missing entry is appended (a new group at the end of the
-//! event's list); one of ours with a different program path is updated in
-//! place; nothing else is removed, reordered or duplicated. Object key order
-//! is kept (serde_json `preserve_order`).
+//! event's list); one of ours that differs in any part — the program path,
+//! the `timeout`, or Claude Code's group `matcher` — is repaired (in place,
+//! or, when a foreign hook shares its group under another matcher, moved to
+//! a group of its own); nothing else is removed, reordered or duplicated.
+//! Object key order is kept (serde_json `preserve_order`). Which hooks
+//! exist is one table, [`HOOKS`]: a new hook is a row.
 
 use serde_json::{Map, Value, json};
 
@@ -32,59 +35,131 @@ pub struct Spec {
     pub timeout: Option<u64>,
 }
 
-fn spec(event: &'static str, matcher: Option<&'static str>, args: &[&str]) -> Spec {
-    Spec {
-        event,
-        matcher,
-        args: args.iter().map(|s| s.to_string()).collect(),
-        timeout: None,
+/// How long Claude Code and Cursor let a guard hook run before they give up
+/// on it (their `timeout`, seconds). The guards decide in microseconds and
+/// a `hoop` process starts in milliseconds; the bound is for a machine
+/// under load or a cold disk, and keeps a stuck hook from holding the
+/// session for the agents' default minute.
+pub const GUARD_HOOK_TIMEOUT_SECS: u64 = 10;
+/// tool_phase after every tool: observability only, so a shorter bound.
+pub const PHASE_HOOK_TIMEOUT_SECS: u64 = 5;
+
+/// One hook a home may carry: the ONE table [`specs`] reads. A new hook is
+/// a row (`home`: it takes `--home <home>` and is installed only with a
+/// home).
+pub struct HookRow {
+    pub target: Target,
+    pub event: &'static str,
+    pub matcher: Option<&'static str>,
+    /// Arguments after the program; `--home <home>` is appended when `home`.
+    pub args: &'static [&'static str],
+    pub home: bool,
+    pub timeout: u64,
+}
+
+/// Every guard hook, per target, in the order they are written.
+pub const HOOKS: &[HookRow] = &[
+    HookRow {
+        target: Target::Claude,
+        event: "PreToolUse",
+        matcher: Some("Bash"),
+        args: &["guard", "act"],
+        home: false,
+        timeout: GUARD_HOOK_TIMEOUT_SECS,
+    },
+    HookRow {
+        target: Target::Claude,
+        event: "PreToolUse",
+        matcher: Some("Write|Edit|MultiEdit"),
+        args: &["guard", "memory"],
+        home: false,
+        timeout: GUARD_HOOK_TIMEOUT_SECS,
+    },
+    HookRow {
+        target: Target::Claude,
+        event: "PreToolUse",
+        matcher: Some("mcp__.*"),
+        args: &["guard", "mcp"],
+        home: true,
+        timeout: GUARD_HOOK_TIMEOUT_SECS,
+    },
+    HookRow {
+        target: Target::Claude,
+        event: "PostToolUse",
+        matcher: Some("*"),
+        args: &["guard", "phase"],
+        home: true,
+        timeout: PHASE_HOOK_TIMEOUT_SECS,
+    },
+    HookRow {
+        target: Target::Cursor,
+        event: "beforeShellExecution",
+        matcher: None,
+        args: &["guard", "act", "--cursor"],
+        home: false,
+        timeout: GUARD_HOOK_TIMEOUT_SECS,
+    },
+    HookRow {
+        target: Target::Cursor,
+        event: "beforeMCPExecution",
+        matcher: None,
+        args: &["guard", "mcp", "--cursor"],
+        home: true,
+        timeout: GUARD_HOOK_TIMEOUT_SECS,
+    },
+    HookRow {
+        target: Target::Cursor,
+        event: "afterShellExecution",
+        matcher: None,
+        args: &["guard", "phase", "--cursor"],
+        home: true,
+        timeout: PHASE_HOOK_TIMEOUT_SECS,
+    },
+    HookRow {
+        target: Target::Cursor,
+        event: "afterMCPExecution",
+        matcher: None,
+        args: &["guard", "phase", "--cursor"],
+        home: true,
+        timeout: PHASE_HOOK_TIMEOUT_SECS,
+    },
+    HookRow {
+        target: Target::Cursor,
+        event: "afterFileEdit",
+        matcher: None,
+        args: &["guard", "phase", "--cursor"],
+        home: true,
+        timeout: PHASE_HOOK_TIMEOUT_SECS,
+    },
+];
+
+impl HookRow {
+    /// The spec of this row for `home`.
+    pub fn spec(&self, home: Option<&str>) -> Spec {
+        let mut args: Vec<String> = self.args.iter().map(|s| s.to_string()).collect();
+        if self.home
+            && let Some(h) = home
+        {
+            args.push("--home".into());
+            args.push(h.to_string());
+        }
+        Spec {
+            event: self.event,
+            matcher: self.matcher,
+            args,
+            timeout: Some(self.timeout),
+        }
     }
 }
 
-/// The entries for one target. The home-bound guards (mcp_gate, tool_phase)
-/// are installed only with a home.
+/// The entries for one target, from [`HOOKS`]. The home-bound guards
+/// (mcp_gate, tool_phase) are installed only with a home.
 pub fn specs(target: Target, home: Option<&str>) -> Vec<Spec> {
-    let mut v = Vec::new();
-    match target {
-        Target::Claude => {
-            v.push(spec("PreToolUse", Some("Bash"), &["guard", "act"]));
-            v.push(spec(
-                "PreToolUse",
-                Some("Write|Edit|MultiEdit"),
-                &["guard", "memory"],
-            ));
-            if let Some(h) = home {
-                v.push(spec(
-                    "PreToolUse",
-                    Some("mcp__.*"),
-                    &["guard", "mcp", "--home", h],
-                ));
-                v.push(spec(
-                    "PostToolUse",
-                    Some("*"),
-                    &["guard", "phase", "--home", h],
-                ));
-            }
-        }
-        Target::Cursor => {
-            v.push(spec(
-                "beforeShellExecution",
-                None,
-                &["guard", "act", "--cursor"],
-            ));
-            if let Some(h) = home {
-                v.push(spec(
-                    "beforeMCPExecution",
-                    None,
-                    &["guard", "mcp", "--cursor", "--home", h],
-                ));
-                for ev in ["afterShellExecution", "afterMCPExecution", "afterFileEdit"] {
-                    v.push(spec(ev, None, &["guard", "phase", "--cursor", "--home", h]));
-                }
-            }
-        }
-    }
-    v
+    HOOKS
+        .iter()
+        .filter(|r| r.target == target && (!r.home || home.is_some()))
+        .map(|r| r.spec(home))
+        .collect()
 }
 
 /// The command line for a spec, with `program` the hoop binary's path.
@@ -203,32 +278,35 @@ pub fn merge(
     let mut changes = Vec::new();
     for s in specs {
         let want = command_line(program, s);
+        let want_matcher = match target {
+            Target::Claude => Some(s.matcher.unwrap_or("")),
+            Target::Cursor => None,
+        };
         let list = hooks
             .entry(s.event)
             .or_insert_with(|| Value::Array(Vec::new()))
             .as_array_mut()
             .ok_or_else(|| InstallError::EventNotAList(s.event.to_string()))?;
         let change = match find_ours(target, list, s) {
-            Some(cmd) if *cmd == want => Change::Present(want),
-            Some(cmd) => {
-                let from = std::mem::replace(cmd, want.clone());
-                Change::Updated { from, to: want }
+            Some(at) => {
+                let have = entry_at(target, list, at);
+                let wanted = Entry {
+                    matcher: want_matcher.map(str::to_string),
+                    command: want.clone(),
+                    timeout: s.timeout,
+                };
+                if have == wanted {
+                    Change::Present(want)
+                } else {
+                    repair(target, list, at, &wanted);
+                    Change::Updated {
+                        from: have.to_string(),
+                        to: wanted.to_string(),
+                    }
+                }
             }
             None => {
-                let mut hook = match target {
-                    Target::Claude => json!({"type": "command", "command": want}),
-                    Target::Cursor => json!({"command": want}),
-                };
-                if let Some(t) = s.timeout {
-                    hook["timeout"] = json!(t);
-                }
-                list.push(match target {
-                    Target::Claude => json!({
-                        "matcher": s.matcher.unwrap_or(""),
-                        "hooks": [hook],
-                    }),
-                    Target::Cursor => hook,
-                });
+                list.push(new_entry(target, &want, want_matcher, s.timeout));
                 Change::Added(want)
             }
         };
@@ -237,28 +315,143 @@ pub fn merge(
     Ok(changes)
 }
 
+/// One of our entries as it is in the file (or as we want it): the whole
+/// entry is compared, so a stale matcher or timeout is drift, not only a
+/// moved program.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Entry {
+    /// Claude Code's group matcher (`None` for Cursor, which has none).
+    matcher: Option<String>,
+    command: String,
+    timeout: Option<u64>,
+}
+
+impl std::fmt::Display for Entry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some(m) = &self.matcher {
+            write!(f, "[{m}] ")?;
+        }
+        f.write_str(&self.command)?;
+        match self.timeout {
+            Some(t) => write!(f, " (timeout {t} s)"),
+            None => f.write_str(" (no timeout)"),
+        }
+    }
+}
+
+/// Where one of our hooks is: the entry of the event's list, and for
+/// Claude Code the hook inside that entry's `hooks`.
+#[derive(Debug, Clone, Copy)]
+struct At {
+    entry: usize,
+    hook: usize,
+}
+
+fn new_entry(target: Target, command: &str, matcher: Option<&str>, timeout: Option<u64>) -> Value {
+    let mut hook = match target {
+        Target::Claude => json!({"type": "command", "command": command}),
+        Target::Cursor => json!({"command": command}),
+    };
+    if let Some(t) = timeout {
+        hook["timeout"] = json!(t);
+    }
+    match target {
+        Target::Claude => json!({"matcher": matcher.unwrap_or(""), "hooks": [hook]}),
+        Target::Cursor => hook,
+    }
+}
+
+fn hook_at(target: Target, list: &[Value], at: At) -> &Value {
+    match target {
+        Target::Claude => &list[at.entry]["hooks"][at.hook],
+        Target::Cursor => &list[at.entry],
+    }
+}
+
+fn entry_at(target: Target, list: &[Value], at: At) -> Entry {
+    let hook = hook_at(target, list, at);
+    Entry {
+        matcher: match target {
+            Target::Claude => Some(
+                list[at.entry]
+                    .get("matcher")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string(),
+            ),
+            Target::Cursor => None,
+        },
+        command: hook["command"].as_str().unwrap_or("").to_string(),
+        timeout: hook.get("timeout").and_then(Value::as_u64),
+    }
+}
+
+/// Make our hook at `at` what is wanted, touching nothing else: command and
+/// timeout in place; a wrong matcher fixed in place when the entry holds
+/// only our hook, else our hook moves to an entry of its own (the others
+/// keep theirs).
+fn repair(target: Target, list: &mut Vec<Value>, at: At, want: &Entry) {
+    let matcher_ok = target == Target::Cursor
+        || list[at.entry]
+            .get("matcher")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            == want.matcher.as_deref().unwrap_or("");
+    let alone = target == Target::Cursor
+        || list[at.entry]["hooks"]
+            .as_array()
+            .is_some_and(|h| h.len() == 1);
+    if !matcher_ok && !alone {
+        if let Some(hs) = list[at.entry]["hooks"].as_array_mut() {
+            hs.remove(at.hook);
+        }
+        list.push(new_entry(
+            target,
+            &want.command,
+            want.matcher.as_deref(),
+            want.timeout,
+        ));
+        return;
+    }
+    if !matcher_ok {
+        list[at.entry]["matcher"] = json!(want.matcher.as_deref().unwrap_or(""));
+    }
+    let hook = match target {
+        Target::Claude => &mut list[at.entry]["hooks"][at.hook],
+        Target::Cursor => &mut list[at.entry],
+    };
+    hook["command"] = json!(want.command);
+    match (want.timeout, hook.as_object_mut()) {
+        (Some(t), _) => hook["timeout"] = json!(t),
+        (None, Some(o)) => {
+            o.remove("timeout");
+        }
+        (None, None) => {}
+    }
+}
+
 /// Why a settings file could not be merged.
 #[derive(Debug, thiserror::Error)]
 pub enum FileError {
-    #[error("reading {path}: {source}")]
+    #[error("reading {path}: {cause}")]
     Read {
         path: std::path::PathBuf,
-        source: std::io::Error,
+        cause: std::io::Error,
     },
-    #[error("{path} is not valid JSON ({source}); fix it by hand first")]
+    #[error("{path} is not valid JSON ({cause}); fix it by hand first")]
     Json {
         path: std::path::PathBuf,
-        source: serde_json::Error,
+        cause: serde_json::Error,
     },
-    #[error("merging into {path}: {source}")]
+    #[error("merging into {path}: {cause}")]
     Merge {
         path: std::path::PathBuf,
-        source: InstallError,
+        cause: InstallError,
     },
-    #[error("writing {path}: {source}")]
+    #[error("writing {path}: {cause}")]
     Write {
         path: std::path::PathBuf,
-        source: std::io::Error,
+        cause: std::io::Error,
     },
 }
 
@@ -274,20 +467,20 @@ pub fn merge_plan(
     let mut settings = match std::fs::read(path) {
         Ok(bytes) => serde_json::from_slice(&bytes).map_err(|source| FileError::Json {
             path: path.to_path_buf(),
-            source,
+            cause: source,
         })?,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Value::Null,
         Err(source) => {
             return Err(FileError::Read {
                 path: path.to_path_buf(),
-                source,
+                cause: source,
             });
         }
     };
     let changes =
         merge(target, &mut settings, program, specs).map_err(|source| FileError::Merge {
             path: path.to_path_buf(),
-            source,
+            cause: source,
         })?;
     if !changes.iter().any(Change::is_drift) {
         return Ok((changes, None));
@@ -309,12 +502,15 @@ pub fn merge_file(
 ) -> Result<Vec<Change>, FileError> {
     let (changes, data) = merge_plan(target, path, program, specs)?;
     if let Some(data) = data {
+        // A settings file kept in a dotfiles tree (stow, home-manager) is a
+        // link: write its target, keep the link.
         let opts = hoop_core::fsutil::WriteOptions {
             mode: file_mode(path).unwrap_or(hoop_core::fsutil::WriteOptions::default().mode),
+            links: hoop_core::fsutil::Links::WriteThrough,
         };
         hoop_core::fsutil::write_atomic(path, &data, opts).map_err(|source| FileError::Write {
             path: path.to_path_buf(),
-            source,
+            cause: source,
         })?;
     }
     Ok(changes)
@@ -335,21 +531,30 @@ fn file_mode(path: &std::path::Path) -> Option<u32> {
     }
 }
 
-/// Our existing command string for `spec` in an event's list, if any.
-fn find_ours<'v>(target: Target, list: &'v mut [Value], s: &Spec) -> Option<&'v mut String> {
-    for entry in list.iter_mut() {
-        let commands: Vec<&mut Value> = match target {
-            Target::Claude => match entry.get_mut("hooks").and_then(|h| h.as_array_mut()) {
-                Some(hs) => hs.iter_mut().filter_map(|h| h.get_mut("command")).collect(),
-                None => Vec::new(),
-            },
-            Target::Cursor => entry.get_mut("command").into_iter().collect(),
-        };
-        for c in commands {
-            if let Value::String(cmd) = c
-                && is_ours(cmd, s)
-            {
-                return Some(cmd);
+/// Where our hook for `spec` is in an event's list, if any (found by its
+/// command: any path to a `hoop` program with the spec's arguments).
+fn find_ours(target: Target, list: &[Value], s: &Spec) -> Option<At> {
+    for (i, entry) in list.iter().enumerate() {
+        match target {
+            Target::Claude => {
+                let hooks = entry.get("hooks").and_then(|h| h.as_array());
+                for (j, h) in hooks.into_iter().flatten().enumerate() {
+                    if h.get("command")
+                        .and_then(Value::as_str)
+                        .is_some_and(|c| is_ours(c, s))
+                    {
+                        return Some(At { entry: i, hook: j });
+                    }
+                }
+            }
+            Target::Cursor => {
+                if entry
+                    .get("command")
+                    .and_then(Value::as_str)
+                    .is_some_and(|c| is_ours(c, s))
+                {
+                    return Some(At { entry: i, hook: 0 });
+                }
             }
         }
     }
@@ -366,11 +571,107 @@ mod tests {
             split_words("'/a b/hoop' guard act"),
             vec!["/a b/hoop", "guard", "act"]
         );
-        let s = spec("PreToolUse", Some("Bash"), &["guard", "act"]);
+        let s = HOOKS[0].spec(None);
         assert!(is_ours("/usr/local/bin/hoop guard act", &s));
         assert!(is_ours("hoop guard act", &s));
         assert!(!is_ours("hoop guard act --format json", &s));
         assert!(!is_ours("/x/not-hoop guard act", &s));
         assert_eq!(command_line("/a b/hoop", &s), "'/a b/hoop' guard act");
+    }
+
+    /// The whole entry is ours to keep right: a stale matcher or timeout is
+    /// repaired (in place when our hook is alone in its group, else moved
+    /// to a group of its own), an entry already right is left as it is,
+    /// and foreign hooks are never touched.
+    #[test]
+    fn whole_entry_repairs() {
+        let memory = HOOKS[1].spec(None);
+        let p = "/x/hoop";
+        let ours = "/x/hoop guard memory";
+        let cases: Vec<(&str, Value, Value, bool)> = vec![
+            (
+                "already right",
+                json!([{"matcher": "Write|Edit|MultiEdit", "hooks": [
+                    {"type": "command", "command": ours, "timeout": 10}]}]),
+                json!([{"matcher": "Write|Edit|MultiEdit", "hooks": [
+                    {"type": "command", "command": ours, "timeout": 10}]}]),
+                false,
+            ),
+            (
+                "a stale matcher, alone",
+                json!([{"matcher": "Edit", "hooks": [
+                    {"type": "command", "command": ours, "timeout": 10}]}]),
+                json!([{"matcher": "Write|Edit|MultiEdit", "hooks": [
+                    {"type": "command", "command": ours, "timeout": 10}]}]),
+                true,
+            ),
+            (
+                "a stale matcher shared with a foreign hook",
+                json!([{"matcher": "Edit", "hooks": [
+                    {"type": "command", "command": "./mine.sh"},
+                    {"type": "command", "command": "/old/hoop guard memory"}]}]),
+                json!([
+                    {"matcher": "Edit", "hooks": [{"type": "command", "command": "./mine.sh"}]},
+                    {"matcher": "Write|Edit|MultiEdit", "hooks": [
+                        {"type": "command", "command": ours, "timeout": 10}]}]),
+                true,
+            ),
+            (
+                "no timeout, and another key kept",
+                json!([{"matcher": "Write|Edit|MultiEdit", "hooks": [
+                    {"type": "command", "command": ours, "x": 1}]}]),
+                json!([{"matcher": "Write|Edit|MultiEdit", "hooks": [
+                    {"type": "command", "command": ours, "x": 1, "timeout": 10}]}]),
+                true,
+            ),
+        ];
+        for (what, before, after, drift) in cases {
+            let mut v = json!({"hooks": {"PreToolUse": before}});
+            let changes = merge(Target::Claude, &mut v, p, std::slice::from_ref(&memory)).unwrap();
+            assert_eq!(changes[0].is_drift(), drift, "{what}: {changes:?}");
+            assert_eq!(v["hooks"]["PreToolUse"], after, "{what}");
+        }
+        // The change says what was and what will be.
+        let mut v = json!({"hooks": {"PreToolUse": [{"matcher": "Edit", "hooks": [
+            {"type": "command", "command": ours, "timeout": 10}]}]}});
+        let changes = merge(Target::Claude, &mut v, p, &[memory]).unwrap();
+        assert_eq!(
+            changes[0].to_string(),
+            "update   [Edit] /x/hoop guard memory (timeout 10 s) -> [Write|Edit|MultiEdit] \
+             /x/hoop guard memory (timeout 10 s)"
+        );
+    }
+
+    /// Every guard hook has a bound, phase the shorter one.
+    #[test]
+    fn every_hook_has_its_timeout() {
+        let claude = specs(Target::Claude, Some("bolt"));
+        let got: Vec<(&str, Option<u64>)> = claude
+            .iter()
+            .map(|s| (s.args[1].as_str(), s.timeout))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("act", Some(10)),
+                ("memory", Some(10)),
+                ("mcp", Some(10)),
+                ("phase", Some(5))
+            ]
+        );
+        let cursor: Vec<(&str, Option<u64>)> = specs(Target::Cursor, Some("bolt"))
+            .iter()
+            .map(|s| (s.event, s.timeout))
+            .collect();
+        assert_eq!(
+            cursor,
+            [
+                ("beforeShellExecution", Some(10)),
+                ("beforeMCPExecution", Some(10)),
+                ("afterShellExecution", Some(5)),
+                ("afterMCPExecution", Some(5)),
+                ("afterFileEdit", Some(5))
+            ]
+        );
     }
 }

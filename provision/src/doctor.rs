@@ -146,6 +146,72 @@ pub fn prompt_file_finding(home: &str, path: &Path, len: u64) -> Option<Finding>
     ))
 }
 
+/// Why a backend's clock could not be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClockError {
+    /// No answer at all (connect, timeout): the backend is unreachable.
+    Unreachable(String),
+    /// It answered, without a readable `Date` header.
+    Unreadable(String),
+}
+
+/// The finding for a home whose backend did not answer: its sentinel
+/// cannot log in, so it is an error, never a warning.
+pub fn unreachable_finding(home: &str, base: &str, error: &str, root: &Path) -> Finding {
+    f(
+        Level::Error,
+        Some(home),
+        format!("backend {base}"),
+        format!("unreachable ({error}): this sentinel cannot log in or receive anything"),
+        format!(
+            "start the backend or fix base_url in {}, then `hoop doctor` again",
+            root.join(home).join("config.json").display()
+        ),
+    )
+}
+
+/// The last exit code in `launchctl print <service>`'s answer. launchd
+/// writes a code it has a name for with the name after it (`last exit code
+/// = 78: EX_CONFIG`), others bare (`= 3`, `= 0`), and `(never exited)`
+/// before the first exit. launchctl(1) calls `print`'s output "NOT API":
+/// the forms are taken from the output people publish when they debug a
+/// job, and only the leading number is read.
+pub fn launchd_last_exit(print: &str) -> Option<i64> {
+    print.lines().find_map(|l| {
+        let v = l.trim().strip_prefix("last exit code = ")?;
+        let end = v
+            .char_indices()
+            .find(|&(i, c)| !(c.is_ascii_digit() || (i == 0 && c == '-')))
+            .map_or(v.len(), |(i, _)| i);
+        v[..end].parse().ok()
+    })
+}
+
+/// The finding for a Mac whose user has no GUI login (`launchctl print
+/// gui/<uid>` fails): launchd runs a user's LaunchAgents in `gui/<uid>`,
+/// which exists only while the user is logged in at the screen
+/// (launchctl(1): the `gui/<uid>` form is the login domain); after a reboot
+/// without automatic login no sentinel runs.
+pub fn gui_domain_finding(user: &str, uid: u32, answered: bool) -> Option<Finding> {
+    (!answered).then(|| {
+        f(
+            Level::Error,
+            None,
+            format!("launchd gui/{uid}"),
+            format!(
+                "{user} is not logged in at the screen, so launchd has no gui/{uid} domain \
+                 and runs none of its agents: no sentinel runs until someone logs in (and \
+                 none after a reboot without automatic login)"
+            ),
+            format!(
+                "turn on automatic login for {user} (System Settings → Users & Groups), or \
+                 keep a GUI session of {user} logged in; `launchctl print gui/{uid}` answers \
+                 once there is one"
+            ),
+        )
+    })
+}
+
 /// What the sentinel's last exit code means, for a finding.
 fn exit_meaning(code: i64) -> Option<&'static str> {
     match u8::try_from(code).ok()? {
@@ -186,11 +252,7 @@ pub fn stopped_finding(
             format!("read `{logs}`, fix the cause, then `systemctl --user restart {unit}`"),
         ));
     }
-    let code = launchd_print?.lines().find_map(|l| {
-        l.trim()
-            .strip_prefix("last exit code = ")
-            .and_then(|c| c.trim().parse::<i64>().ok())
-    })?;
+    let code = launchd_last_exit(launchd_print?)?;
     let meaning = exit_meaning(code)?;
     Some(f(
         Level::Error,
@@ -223,11 +285,24 @@ fn reachable(program: &Path, path: &str) -> bool {
 /// `now` is this machine's.
 pub fn doctor(
     ctx: &Ctx,
-    backend_time: &dyn Fn(&str) -> Result<SystemTime, String>,
+    backend_time: &dyn Fn(&str) -> Result<SystemTime, ClockError>,
     now: SystemTime,
 ) -> Vec<Finding> {
     let m = &ctx.machine;
     let mut out = install::check(ctx);
+
+    // No service manager, and nobody said so on purpose.
+    if let Some(p) = &ctx.manager_problem {
+        for h in &ctx.homes {
+            out.push(f(
+                Level::Error,
+                Some(&h.name),
+                format!("service {}", h.name),
+                format!("nothing will restart this sentinel: {}", p.cause),
+                p.fix.clone(),
+            ));
+        }
+    }
 
     // The stable link's binary.
     let link = manifest::link_path(m);
@@ -297,18 +372,18 @@ pub fn doctor(
 
     // Secrets.
     let mut secrets: Vec<(Option<&str>, PathBuf)> = vec![(None, m.root.join(AGENT_ENV_FILE))];
-    let mut bases: Vec<String> = Vec::new();
+    // Each backend once, with the homes whose sentinels use it.
+    let mut bases: Vec<(String, Vec<String>)> = Vec::new();
     for h in &ctx.homes {
         let Ok(home) = Home::new(&m.root, &h.name) else {
             continue;
         };
         secrets.push((Some(&h.name), home.token_path()));
         match home.load_config() {
-            Ok(c) => {
-                if !bases.contains(&c.base_url) {
-                    bases.push(c.base_url);
-                }
-            }
+            Ok(c) => match bases.iter_mut().find(|(b, _)| *b == c.base_url) {
+                Some((_, hs)) => hs.push(h.name.clone()),
+                None => bases.push((c.base_url, vec![h.name.clone()])),
+            },
             Err(e) => out.push(f(
                 Level::Error,
                 Some(&h.name),
@@ -324,8 +399,9 @@ pub fn doctor(
         }
     }
 
-    // Clock skew, once per backend.
-    for base in &bases {
+    // Clock skew, once per backend; an unreachable backend is an error for
+    // every home whose sentinel should be running against it.
+    for (base, homes) in &bases {
         match backend_time(base) {
             Ok(t) => {
                 let skew = match now.duration_since(t) {
@@ -334,12 +410,17 @@ pub fn doctor(
                 };
                 out.extend(skew_finding(base, skew));
             }
-            Err(e) => out.push(f(
+            Err(ClockError::Unreachable(e)) => {
+                for h in homes {
+                    out.push(unreachable_finding(h, base, &e, &m.root));
+                }
+            }
+            Err(ClockError::Unreadable(e)) => out.push(f(
                 Level::Warning,
                 None,
                 format!("clock {base}"),
                 format!("could not read the backend's clock: {e}"),
-                "check that the backend is reachable from this machine".into(),
+                "compare the clocks by hand (`date -u` here and on the backend)".into(),
             )),
         }
     }
@@ -366,8 +447,9 @@ pub fn doctor(
                         "its PATH does not reach `{}`: the agent cannot start",
                         program.display()
                     ),
-                    "install it, then run `hoop install --apply` from a shell where \
-                     `command -v claude node` finds both (the unit's PATH is built from it)"
+                    "install it, then run `hoop install --apply --path-from-shell` from a \
+                     shell where `command -v claude node` finds both (the unit's PATH is \
+                     built from that shell and recorded)"
                         .into(),
                 ));
             }
@@ -393,6 +475,16 @@ pub fn doctor(
             Manager::None => None,
         };
         out.extend(found);
+    }
+
+    // launchd runs agents only in a logged-in user's gui/<uid> domain.
+    if ctx.manager == Manager::Launchd {
+        let domain = format!("gui/{}", m.uid);
+        let answered = ctx
+            .runner
+            .run(&Call::new("launchctl", &["print", &domain]))
+            .is_ok_and(|o| o.success());
+        out.extend(gui_domain_finding(&m.user, m.uid, answered));
     }
 
     // Linger (systemd only).
@@ -513,10 +605,16 @@ mod tests {
                 hoop_binary: "/bin/sh".into(),
                 tool_dirs: vec![],
                 installed_units: vec![],
+                broken: vec![],
+                dropins: vec![],
+                foreign_root: None,
+                owned_units: None,
             },
             homes: vec![crate::install::home_entry(&home, &user_home).unwrap()],
             manager: Manager::Systemd,
             runner: &r,
+            manager_problem: None,
+            waits: Default::default(),
         };
         let found = doctor(&ctx, &|_| Ok(SystemTime::now()), SystemTime::now());
         let items: Vec<&str> = found.iter().map(|f| f.item.as_str()).collect();
@@ -564,6 +662,110 @@ mod tests {
         }
     }
 
+    /// `launchctl print gui/501/<label>` of an agent launchd gave up on
+    /// with EX_CONFIG, in the form launchd prints it: a code it has a name
+    /// for is followed by the name (`78: EX_CONFIG`). launchctl(1)'s
+    /// `print` is documented as not an API; this form is the one published
+    /// in public launchd debugging notes and test fixtures (found through
+    /// the code index: "last exit code = 78: EX_CONFIG", "last exit code =
+    /// (never exited)", "last exit code = 0").
+    const LAUNCHD_PRINT_EX_CONFIG: &str = "gui/501/dev.hoop.sentinel.bolt = {\n\
+        \tactive count = 0\n\
+        \tpath = /Users/ops/Library/LaunchAgents/dev.hoop.sentinel.bolt.plist\n\
+        \ttype = LaunchAgent\n\
+        \tstate = not running\n\
+        \n\
+        \tprogram = /Users/ops/.hoop/bin/hoop\n\
+        \truns = 3\n\
+        \tlast exit code = 78: EX_CONFIG\n\
+        }\n";
+
+    #[test]
+    fn launchd_exit_codes_are_read_in_every_form_launchd_prints() {
+        for (print, want) in [
+            (LAUNCHD_PRINT_EX_CONFIG, Some(78)),
+            ("\tlast exit code = 78\n", Some(78)),
+            ("\tlast exit code = 3\n", Some(3)),
+            ("\tlast exit code = 0\n", Some(0)),
+            ("\tlast exit code = -9\n", Some(-9)),
+            ("\tlast exit code = (never exited)\n", None),
+            ("\tstate = running\n", None),
+        ] {
+            assert_eq!(launchd_last_exit(print), want, "{print:?}");
+        }
+    }
+
+    /// A Mac with no GUI login: doctor asks `launchctl print gui/<uid>`
+    /// and says no sentinel runs until someone logs in.
+    #[test]
+    fn a_mac_without_a_gui_login_is_named() {
+        use crate::service::{CallOutput, RecordingRunner};
+        let dir = tempfile::tempdir().unwrap();
+        let user_home = dir.path().join("u");
+        let root = user_home.join(".hoop");
+        std::fs::create_dir_all(&root).unwrap();
+        let machine = crate::manifest::Machine {
+            os: Os::Macos,
+            user: "ops".into(),
+            uid: 501,
+            user_home,
+            xdg_config_home: None,
+            root,
+            hoop_binary: "/bin/sh".into(),
+            tool_dirs: vec![],
+            installed_units: vec![],
+            broken: vec![],
+            dropins: vec![],
+            foreign_root: None,
+            owned_units: None,
+        };
+        for (answer, want) in [(0, false), (113, true)] {
+            let r = RecordingRunner::new();
+            r.answer(
+                |c| c.args == ["print", "gui/501"],
+                CallOutput {
+                    code: Some(answer),
+                    stdout: String::new(),
+                    stderr: "Bad request.\nCould not find domain for port identifier: gui/501\n"
+                        .into(),
+                },
+            );
+            let ctx = Ctx {
+                machine: machine.clone(),
+                homes: vec![],
+                manager: Manager::Launchd,
+                runner: &r,
+                manager_problem: None,
+                waits: Default::default(),
+            };
+            let found = doctor(&ctx, &|_| Ok(SystemTime::now()), SystemTime::now());
+            let gui: Vec<String> = found
+                .iter()
+                .filter(|f| f.item == "launchd gui/501")
+                .map(ToString::to_string)
+                .collect();
+            assert_eq!(!gui.is_empty(), want, "{found:#?}");
+            if want {
+                assert_eq!(
+                    gui,
+                    [
+                        "error   launchd gui/501: ops is not logged in at the screen, so launchd \
+                      has no gui/501 domain and runs none of its agents: no sentinel runs until \
+                      someone logs in (and none after a reboot without automatic login)\n        \
+                      fix: turn on automatic login for ops (System Settings → Users & Groups), \
+                      or keep a GUI session of ops logged in; `launchctl print gui/501` answers \
+                      once there is one"
+                    ]
+                );
+            }
+            let calls: Vec<String> = r.calls().iter().map(ToString::to_string).collect();
+            assert!(
+                calls.contains(&"launchctl print gui/501".to_string()),
+                "{calls:?}"
+            );
+        }
+    }
+
     #[test]
     fn stopped_services() {
         let sd = "hoop-sentinel@bolt.service";
@@ -573,12 +775,14 @@ mod tests {
             (sd, Some("active\n"), None, false),
             (sd, Some("inactive\n"), None, false),
             (sd, None, None, false),
+            (ld, None, Some(LAUNCHD_PRINT_EX_CONFIG), true),
             (
                 ld,
                 None,
                 Some("\tstate = not running\n\tlast exit code = 78\n"),
                 true,
             ),
+            (ld, None, Some("\tlast exit code = 0\n"), false),
             (ld, None, Some("\tlast exit code = 3\n"), true),
             (ld, None, Some("\tlast exit code = 1\n"), false),
             (ld, None, Some("\tlast exit code = (never exited)\n"), false),

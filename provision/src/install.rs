@@ -15,7 +15,8 @@ use hoop_core::home::Home;
 use hoop_guards::install as hooks;
 
 use crate::manifest::{
-    self, HomeEntry, INSTALL_FILE, InstallSettings, Item, Machine, ManifestError, Options, Os, Want,
+    self, BrokenHome, HomeEntry, INSTALL_FILE, InstallSettings, Item, Machine, ManifestError,
+    Options, Os, Want,
 };
 use crate::service::{Call, Manager, Runner};
 use crate::units;
@@ -27,10 +28,10 @@ pub const TOOLS: [&str; 2] = ["claude", "node"];
 pub enum InstallError {
     #[error("no home directory: set HOME")]
     NoHome,
-    #[error("reading {path}: {source}")]
+    #[error("reading {path}: {cause}")]
     Read {
         path: PathBuf,
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     #[error("{path}: {message}")]
     Config { path: PathBuf, message: String },
@@ -48,6 +49,9 @@ pub struct Env {
     pub xdg_config_home: Option<PathBuf>,
     pub path: Option<std::ffi::OsString>,
     pub hoop_binary: PathBuf,
+    /// Build the unit's `PATH` from `path` even when the install record
+    /// has one (`hoop install --apply --path-from-shell`).
+    pub path_from_shell: bool,
 }
 
 impl Env {
@@ -60,6 +64,7 @@ impl Env {
             xdg_config_home: var("XDG_CONFIG_HOME").map(PathBuf::from),
             path: var("PATH"),
             hoop_binary,
+            path_from_shell: false,
         }
     }
 }
@@ -85,7 +90,8 @@ pub fn is_executable(p: &Path) -> bool {
 }
 
 /// The machine's facts and its homes (every directory under the root with a
-/// `config.json`).
+/// `config.json`). A home whose files do not parse is kept in
+/// `Machine::broken`, not an error: the other homes go on.
 pub fn gather(root: &Path, env: &Env) -> Result<(Machine, Vec<HomeEntry>), InstallError> {
     let user_home = env.user_home.clone().ok_or(InstallError::NoHome)?;
     let uid = nix::unistd::getuid();
@@ -94,7 +100,7 @@ pub fn gather(root: &Path, env: &Env) -> Result<(Machine, Vec<HomeEntry>), Insta
         .flatten()
         .map(|u| u.name)
         .unwrap_or_else(|| uid.to_string());
-    let homes = read_homes(root, &user_home)?;
+    let (homes, broken) = read_homes(root, &user_home)?;
     let mut tool_dirs: Vec<PathBuf> = Vec::new();
     let mut push = |d: PathBuf| {
         if !tool_dirs.contains(&d) {
@@ -102,23 +108,29 @@ pub fn gather(root: &Path, env: &Env) -> Result<(Machine, Vec<HomeEntry>), Insta
         }
     };
     for h in &homes {
-        let cfg = hoop_sentinel::config::SentinelConfig::load(&h.dir).map_err(|e| {
-            InstallError::Config {
-                path: h.dir.join("sentinel.json"),
-                message: e.to_string(),
-            }
-        })?;
-        if cfg.claude_bin.is_absolute()
+        // read_homes parsed it already.
+        if let Ok(cfg) = hoop_sentinel::config::SentinelConfig::load(&h.dir)
+            && cfg.claude_bin.is_absolute()
             && let Some(d) = cfg.claude_bin.parent()
         {
             push(d.to_path_buf());
         }
     }
-    for t in TOOLS {
-        if let Some(d) =
-            which(env.path.as_deref(), t).and_then(|p| p.parent().map(Path::to_path_buf))
-        {
-            push(d);
+    // The tools' directories as recorded at install time, so that the unit
+    // never depends on the shell a later command runs from.
+    let record = crate::record::load(root).ok().flatten();
+    let owned_units = record.as_ref().map(|r| r.units.clone());
+    let recorded = record.filter(|r| !env.path_from_shell && !r.tool_dirs.is_empty());
+    match recorded {
+        Some(r) => r.tool_dirs.into_iter().for_each(&mut push),
+        None => {
+            for t in TOOLS {
+                if let Some(d) =
+                    which(env.path.as_deref(), t).and_then(|p| p.parent().map(Path::to_path_buf))
+                {
+                    push(d);
+                }
+            }
         }
     }
     let mut m = Machine {
@@ -131,24 +143,47 @@ pub fn gather(root: &Path, env: &Env) -> Result<(Machine, Vec<HomeEntry>), Insta
         hoop_binary: env.hoop_binary.clone(),
         tool_dirs,
         installed_units: Vec::new(),
+        broken,
+        dropins: Vec::new(),
+        foreign_root: None,
+        owned_units,
     };
     m.installed_units = installed_units(&m);
+    m.dropins = dropins(&m);
+    m.foreign_root = foreign_root(&m);
     Ok((m, homes))
 }
 
-/// The homes under `root`, by name.
-fn read_homes(root: &Path, user_home: &Path) -> Result<Vec<HomeEntry>, InstallError> {
+/// The directories of `claude` and `node` on `path` (what the record keeps).
+pub fn tool_dirs_on(path: Option<&std::ffi::OsStr>) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = Vec::new();
+    for t in TOOLS {
+        if let Some(d) = which(path, t).and_then(|p| p.parent().map(Path::to_path_buf))
+            && !v.contains(&d)
+        {
+            v.push(d);
+        }
+    }
+    v
+}
+
+/// The homes under `root`, by name, and those that cannot be read.
+fn read_homes(
+    root: &Path,
+    user_home: &Path,
+) -> Result<(Vec<HomeEntry>, Vec<BrokenHome>), InstallError> {
     let entries = match std::fs::read_dir(root) {
         Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(source) => {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Default::default()),
+        Err(cause) => {
             return Err(InstallError::Read {
                 path: root.to_path_buf(),
-                source,
+                cause,
             });
         }
     };
     let mut homes = Vec::new();
+    let mut broken = Vec::new();
     for e in entries.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
         let Ok(home) = Home::new(root, &name) else {
@@ -157,10 +192,49 @@ fn read_homes(root: &Path, user_home: &Path) -> Result<Vec<HomeEntry>, InstallEr
         if !home.config_path().is_file() {
             continue;
         }
-        homes.push(home_entry(&home, user_home)?);
+        let parsed = read_home(&home, user_home);
+        match parsed {
+            Ok(h) => homes.push(h),
+            Err(b) => broken.push(b),
+        }
     }
     homes.sort_by(|a, b| a.name.cmp(&b.name));
-    Ok(homes)
+    broken.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok((homes, broken))
+}
+
+/// A home with its files read: its entry, or why it is broken
+/// (`config.json`, `sentinel.json` or `install.json` unreadable).
+pub fn read_home(home: &Home, user_home: &Path) -> Result<HomeEntry, BrokenHome> {
+    let name = home.name.clone();
+    home.load_config()
+        .map_err(|e| BrokenHome {
+            name: name.clone(),
+            file: home.config_path(),
+            message: config_message(&e),
+        })
+        .and_then(|_| {
+            home_entry(home, user_home).map_err(|e| match e {
+                InstallError::Config { path, message } => BrokenHome {
+                    name: name.clone(),
+                    file: path,
+                    message,
+                },
+                other => BrokenHome {
+                    name: name.clone(),
+                    file: home.dir(),
+                    message: other.to_string(),
+                },
+            })
+        })
+}
+
+/// A home config error without its path (the finding names the file).
+fn config_message(e: &hoop_core::home::HomeError) -> String {
+    match e {
+        hoop_core::home::HomeError::Parse { source, .. } => source.to_string(),
+        other => other.to_string(),
+    }
 }
 
 /// One home's entry: its install choices and the Claude config dir its
@@ -173,7 +247,7 @@ pub fn home_entry(home: &Home, user_home: &Path) -> Result<HomeEntry, InstallErr
             message: e.to_string(),
         })?,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => InstallSettings::default(),
-        Err(source) => return Err(InstallError::Read { path, source }),
+        Err(cause) => return Err(InstallError::Read { path, cause }),
     };
     let cfg = hoop_sentinel::config::SentinelConfig::load(&home.dir()).map_err(|e| {
         InstallError::Config {
@@ -223,6 +297,43 @@ fn installed_units(m: &Machine) -> Vec<String> {
     v
 }
 
+/// A unit file of this user that serves another hoop root that still
+/// exists (the shared systemd template, or a home's launchd agent).
+fn foreign_root(m: &Machine) -> Option<(PathBuf, PathBuf)> {
+    let files: Vec<PathBuf> = match m.os {
+        Os::Linux => vec![manifest::systemd_unit_dir(m).join(units::SYSTEMD_UNIT_FILE)],
+        Os::Macos => m
+            .installed_units
+            .iter()
+            .map(|h| manifest::plist_path(m, h))
+            .collect(),
+    };
+    files.into_iter().find_map(|unit| {
+        let bytes = std::fs::read(&unit).ok()?;
+        let other = PathBuf::from(units::unit_env(&bytes, hoop_core::home::ROOT_ENV)?);
+        let same = other == m.root
+            || std::fs::canonicalize(&other).ok() == std::fs::canonicalize(&m.root).ok();
+        (!same && other.is_dir()).then_some((unit, other))
+    })
+}
+
+/// The template's drop-ins (`*.conf` in `hoop-sentinel@.service.d/`), by
+/// name; none on macOS.
+fn dropins(m: &Machine) -> Vec<PathBuf> {
+    if m.os != Os::Linux {
+        return Vec::new();
+    }
+    let mut v: Vec<PathBuf> = std::fs::read_dir(manifest::dropin_dir(m))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "conf"))
+        .collect();
+    v.sort();
+    v
+}
+
 /// What an item needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Status {
@@ -232,11 +343,16 @@ pub enum Status {
     Remove,
     /// A service under `--manager none`: nothing to ask.
     Unchecked,
+    /// A home that cannot be read: fixed by hand, never by `--apply`.
+    Broken,
 }
 
 impl Status {
     pub fn is_drift(self) -> bool {
-        matches!(self, Status::Add | Status::Change | Status::Remove)
+        matches!(
+            self,
+            Status::Add | Status::Change | Status::Remove | Status::Broken
+        )
     }
     fn word(self) -> &'static str {
         match self {
@@ -245,6 +361,7 @@ impl Status {
             Status::Change => "change",
             Status::Remove => "remove",
             Status::Unchecked => "skip",
+            Status::Broken => "broken",
         }
     }
 }
@@ -275,12 +392,47 @@ impl std::fmt::Display for Row {
     }
 }
 
+/// How long `--apply` waits, and how often it retries, around a launchd
+/// reload.
+#[derive(Debug, Clone)]
+pub struct Waits {
+    /// A running turn of a home whose agent is reloaded (a bootout stops
+    /// the daemon mid-turn): waited for as `hoop restart` waits.
+    pub turn: std::time::Duration,
+    pub poll: std::time::Duration,
+    /// launchd refuses a bootstrap for a few seconds after a bootout ("5:
+    /// Input/output error"): the bootstrap is tried again after each of
+    /// these.
+    pub bootstrap_retries: Vec<std::time::Duration>,
+}
+
+/// The bootstrap's backoff: 1 + 2 + 4 + 8 = 15 s in all, longer than the
+/// few seconds launchd takes to let go of a booted-out label.
+pub const BOOTSTRAP_RETRIES_SECS: [u64; 4] = [1, 2, 4, 8];
+
+impl Default for Waits {
+    fn default() -> Self {
+        Waits {
+            turn: crate::restart::TURN_WAIT,
+            poll: crate::restart::POLL,
+            bootstrap_retries: BOOTSTRAP_RETRIES_SECS
+                .iter()
+                .map(|s| std::time::Duration::from_secs(*s))
+                .collect(),
+        }
+    }
+}
+
 /// Everything plan, apply and check need.
 pub struct Ctx<'a> {
     pub machine: Machine,
     pub homes: Vec<HomeEntry>,
     pub manager: Manager,
     pub runner: &'a dyn Runner,
+    /// Set when the manager is `none` because detection found nothing
+    /// usable (not chosen on purpose): nothing will restart a sentinel.
+    pub manager_problem: Option<crate::service::Problem>,
+    pub waits: Waits,
 }
 
 impl<'a> Ctx<'a> {
@@ -298,6 +450,8 @@ impl<'a> Ctx<'a> {
             homes,
             manager,
             runner,
+            manager_problem: None,
+            waits: Waits::default(),
         })
     }
 
@@ -385,6 +539,11 @@ fn observe(ctx: &Ctx, item: &Item) -> (Status, String) {
         },
         Want::Service { unit, .. } => service_state(ctx, unit),
         Want::Retired { .. } => (Status::Remove, "its home is gone".into()),
+        Want::Broken { home } => (Status::Broken, home.problem()),
+        Want::Kept { .. } => (
+            Status::Ok,
+            "a local change, kept (`systemctl --user edit` writes these)".into(),
+        ),
     }
 }
 
@@ -466,39 +625,14 @@ pub struct Applied {
     pub notes: Vec<String>,
 }
 
-/// Make every row ok. Files are written atomically; a second run changes
-/// nothing. Stops at the first failure, naming it.
-pub fn apply(ctx: &Ctx, rows: &[Row]) -> Result<Applied, InstallError> {
-    let mut out = Applied::default();
-    let fail = |row: &Row, e: &dyn std::fmt::Display| {
-        InstallError::Apply(format!("{} {}: {e}", row.item.kind, row.subject))
-    };
-    let mut changed_units: Vec<Option<String>> = Vec::new();
-    for row in rows.iter().filter(|r| r.status.is_drift()) {
-        match &row.item.want {
-            Want::Link { path, target } => {
-                fsutil::symlink_atomic(target, path).map_err(|e| fail(row, &e))?
-            }
-            Want::Dir { path } => std::fs::create_dir_all(path).map_err(|e| fail(row, &e))?,
-            Want::File { path, bytes } => {
-                fsutil::write_atomic(path, bytes, WriteOptions::default())
-                    .map_err(|e| fail(row, &e))?;
-                if row.item.kind == "unit" {
-                    changed_units.push(row.item.home.clone());
-                }
-            }
-            Want::Hooks {
-                target,
-                path,
-                program,
-                specs,
-            } => {
-                hooks::merge_file(*target, path, program, specs).map_err(|e| fail(row, &e))?;
-            }
-            Want::Service { .. } | Want::Retired { .. } => continue,
-        }
-        out.done.push(row.to_string());
-    }
+/// The service-manager calls `--apply` makes for `rows`, in order, and the
+/// notes to print with them. Pure: `--plan` prints exactly these.
+pub fn service_plan(ctx: &Ctx, rows: &[Row]) -> (Vec<Call>, Vec<String>) {
+    let changed_units: Vec<Option<String>> = rows
+        .iter()
+        .filter(|r| r.item.kind == "unit" && r.status.is_drift())
+        .map(|r| r.item.home.clone())
+        .collect();
     let systemd = match ctx.manager {
         Manager::Systemd => true,
         Manager::Launchd => false,
@@ -509,6 +643,7 @@ pub fn apply(ctx: &Ctx, rows: &[Row]) -> Result<Applied, InstallError> {
         .filter(|r| matches!(r.item.want, Want::Service { .. } | Want::Retired { .. }))
         .collect();
     let mut calls = Vec::new();
+    let mut notes = Vec::new();
     if systemd && (!changed_units.is_empty() || services.iter().any(|r| r.status.is_drift())) {
         calls.push(Call::new("systemctl", &["--user", "daemon-reload"]));
     }
@@ -516,21 +651,71 @@ pub fn apply(ctx: &Ctx, rows: &[Row]) -> Result<Applied, InstallError> {
         let unit_changed = changed_units
             .iter()
             .any(|h| h.is_none() || h.as_deref() == row.item.home.as_deref());
-        let cs = service_calls(ctx, row, unit_changed);
         if systemd && row.status == Status::Ok && unit_changed {
-            out.notes.push(format!(
+            notes.push(format!(
                 "{} runs the old unit until it restarts: hoop restart {}",
                 row.subject,
                 row.item.home.as_deref().unwrap_or("")
             ));
         }
-        if !cs.is_empty() && row.status.is_drift() {
-            out.done.push(row.to_string());
-        }
-        calls.extend(cs);
+        calls.extend(service_calls(ctx, row, unit_changed));
     }
+    (calls, notes)
+}
+
+/// Make every row ok. Files are written atomically; a second run changes
+/// nothing. Stops at the first failure, naming it.
+pub fn apply(ctx: &Ctx, rows: &[Row]) -> Result<Applied, InstallError> {
+    let mut out = Applied::default();
+    let fail = |row: &Row, e: &dyn std::fmt::Display| {
+        InstallError::Apply(format!("{} {}: {e}", row.item.kind, row.subject))
+    };
+    let (calls, notes) = service_plan(ctx, rows);
+    out.notes = notes;
+    // A launchd reload stops the daemon: wait for its turn before anything
+    // is written, so a refusal leaves the old plist (and the next --apply
+    // still sees the change to load).
+    for call in &calls {
+        if let Some(home) = reloaded_home(ctx, call) {
+            wait_for_turn(ctx, home)?;
+        }
+    }
+    for row in rows.iter().filter(|r| r.status.is_drift()) {
+        match &row.item.want {
+            Want::Link { path, target } => {
+                fsutil::symlink_atomic(target, path).map_err(|e| fail(row, &e))?
+            }
+            Want::Dir { path } => std::fs::create_dir_all(path).map_err(|e| fail(row, &e))?,
+            Want::File { path, bytes } => {
+                fsutil::write_atomic(path, bytes, WriteOptions::default())
+                    .map_err(|e| fail(row, &e))?;
+            }
+            Want::Hooks {
+                target,
+                path,
+                program,
+                specs,
+            } => {
+                hooks::merge_file(*target, path, program, specs).map_err(|e| fail(row, &e))?;
+            }
+            Want::Service { .. } | Want::Retired { .. } => {}
+            Want::Broken { .. } | Want::Kept { .. } => continue,
+        }
+        out.done.push(row.to_string());
+    }
+    let services: Vec<&Row> = rows
+        .iter()
+        .filter(|r| matches!(r.item.want, Want::Service { .. } | Want::Retired { .. }))
+        .collect();
     for call in calls {
-        let res = ctx.runner.run(&call);
+        let res = if ctx.manager == Manager::Launchd
+            && call.program == "launchctl"
+            && call.args.first().is_some_and(|a| a == "bootstrap")
+        {
+            bootstrap(ctx, &call, &mut out.notes)
+        } else {
+            ctx.runner.run(&call)
+        };
         out.calls.push(call.clone());
         // Booting out an agent launchd no longer has loaded is not a failure:
         // the goal (not loaded) holds.
@@ -543,10 +728,21 @@ pub fn apply(ctx: &Ctx, rows: &[Row]) -> Result<Applied, InstallError> {
                 o.stderr.trim()
             )),
             Ok(o) => {
+                let said = o.stderr.trim();
+                let fixes = if said.contains("Failed to connect to bus") {
+                    format!(
+                        "\n  systemd's user manager cannot be reached from here; fix: {}",
+                        crate::service::bus_fixes(
+                            &ctx.machine.user,
+                            std::env::var("SUDO_USER").ok().as_deref()
+                        )
+                    )
+                } else {
+                    String::new()
+                };
                 return Err(InstallError::Apply(format!(
-                    "`{call}` exited {}: {}",
+                    "`{call}` exited {}: {said}{fixes}",
                     o.code.map_or("by a signal".into(), |c| c.to_string()),
-                    o.stderr.trim()
                 )));
             }
             Err(e) => return Err(InstallError::Apply(e.to_string())),
@@ -564,6 +760,101 @@ pub fn apply(ctx: &Ctx, rows: &[Row]) -> Result<Applied, InstallError> {
         }
     }
     Ok(out)
+}
+
+/// The home whose agent `call` boots out to reload it (a live home, not a
+/// retired one).
+fn reloaded_home<'c>(ctx: &'c Ctx, call: &Call) -> Option<&'c HomeEntry> {
+    if call.program != "launchctl" || call.args.first().map(String::as_str) != Some("bootout") {
+        return None;
+    }
+    let label = call.args.get(1)?.rsplit('/').next()?;
+    ctx.homes
+        .iter()
+        .find(|h| units::launchd_label(&h.name) == label)
+}
+
+/// Wait (bounded) until no turn of `home` runs: booting its agent out
+/// would stop the daemon mid-turn.
+fn wait_for_turn(ctx: &Ctx, home: &HomeEntry) -> Result<(), InstallError> {
+    let lock = match Home::new(&ctx.machine.root, &home.name) {
+        Ok(h) => h.turn_lock_path(),
+        Err(e) => return Err(InstallError::Apply(e.to_string())),
+    };
+    let deadline = std::time::Instant::now() + ctx.waits.turn;
+    loop {
+        match hoop_sentinel::lock::probe(&lock) {
+            Ok(hoop_sentinel::lock::Probe::Free) => return Ok(()),
+            Ok(_) if std::time::Instant::now() < deadline => std::thread::sleep(ctx.waits.poll),
+            Ok(_) => {
+                return Err(InstallError::Apply(format!(
+                    "a turn of {} is still running after {} s, so its agent was not reloaded \
+                     (a bootout would stop it mid-turn); run `hoop install --apply` again when \
+                     it ends",
+                    home.name,
+                    ctx.waits.turn.as_secs()
+                )));
+            }
+            Err(e) => return Err(InstallError::Apply(format!("{}: {e}", lock.display()))),
+        }
+    }
+}
+
+/// `launchctl bootstrap`, retried with backoff while launchd still holds a
+/// label it just booted out ("5: Input/output error"), then verified with
+/// `launchctl print` (a bootstrap that answered yes but loaded nothing is
+/// a failure). Retries and the check are notes, not planned calls.
+fn bootstrap(
+    ctx: &Ctx,
+    call: &Call,
+    notes: &mut Vec<String>,
+) -> Result<crate::service::CallOutput, crate::service::RunError> {
+    let mut res = ctx.runner.run(call)?;
+    for delay in &ctx.waits.bootstrap_retries {
+        if res.success() || !bootstrap_busy(&res) {
+            break;
+        }
+        notes.push(format!(
+            "`{call}`: {} (launchd still holds the label); again in {} s",
+            res.stderr.trim(),
+            delay.as_secs_f64()
+        ));
+        std::thread::sleep(*delay);
+        res = ctx.runner.run(call)?;
+    }
+    if !res.success() {
+        return Ok(res);
+    }
+    let Some(label) = call
+        .args
+        .get(2)
+        .and_then(|p| Path::new(p).file_stem())
+        .map(|s| s.to_string_lossy().into_owned())
+    else {
+        return Ok(res);
+    };
+    let print = Call::new(
+        "launchctl",
+        &["print", &format!("{}/{label}", ctx.domain())],
+    );
+    let seen = ctx.runner.run(&print)?;
+    if seen.success() {
+        return Ok(res);
+    }
+    Ok(crate::service::CallOutput {
+        code: Some(1),
+        stdout: String::new(),
+        stderr: format!(
+            "it answered yes, but `{print}` does not find the job ({}); see `log show --last \
+             5m --predicate 'process == \"launchd\"'`",
+            seen.stderr.trim()
+        ),
+    })
+}
+
+/// launchd's answer while a booted-out label is still being torn down.
+fn bootstrap_busy(o: &crate::service::CallOutput) -> bool {
+    o.code == Some(5) || o.stderr.contains("Input/output error")
 }
 
 /// How bad a finding is.
@@ -594,9 +885,13 @@ impl std::fmt::Display for Finding {
             Level::Warning => "warning",
             Level::Error => "error",
         };
+        match &self.home {
+            Some(h) => write!(f, "{level:7} [{h}] ")?,
+            None => write!(f, "{level:7} ")?,
+        }
         write!(
             f,
-            "{level:7} {}: {}\n        fix: {}",
+            "{}: {}\n        fix: {}",
             self.item, self.problem, self.fix
         )
     }
@@ -606,6 +901,15 @@ impl std::fmt::Display for Finding {
 pub fn finding(row: &Row) -> Option<Finding> {
     if !row.status.is_drift() {
         return None;
+    }
+    if let Want::Broken { home } = &row.item.want {
+        return Some(Finding {
+            level: Level::Error,
+            home: Some(home.name.clone()),
+            item: format!("home {}", home.name),
+            problem: format!("broken: {}", home.problem()),
+            fix: home.fix(),
+        });
     }
     let fix = match (&row.item.want, row.status) {
         (Want::Service { .. }, _) => format!(
@@ -620,8 +924,19 @@ pub fn finding(row: &Row) -> Option<Finding> {
             "`hoop install --apply` stops and removes {} (its home is gone)",
             row.subject
         ),
-        (Want::File { .. }, Status::Change) => {
-            "`hoop install --apply` rewrites it (put local changes in the template or the home's files instead)".into()
+        (Want::File { path, .. }, Status::Change) if row.item.kind == "unit" => {
+            if path.extension().is_some_and(|x| x == "service") {
+                format!(
+                    "`hoop install --apply` rewrites it; keep local changes in a drop-in, which \
+                     install keeps: {}/local.conf (`systemctl --user edit {}`)",
+                    path.with_extension("service.d").display(),
+                    units::SYSTEMD_UNIT_FILE
+                )
+            } else {
+                "`hoop install --apply` rewrites it; launchd has no drop-ins, so keep local \
+                 changes in the home's files (sentinel.json, prompts/) instead"
+                    .into()
+            }
         }
         _ => "`hoop install --apply`".into(),
     };
@@ -693,6 +1008,7 @@ mod tests {
                 xdg_config_home: None,
                 path: None,
                 hoop_binary: self.bin.clone(),
+                path_from_shell: false,
             }
         }
     }
@@ -706,6 +1022,8 @@ mod tests {
             homes,
             manager,
             runner,
+            manager_problem: None,
+            waits: Waits::default(),
         }
     }
 
@@ -858,13 +1176,15 @@ mod tests {
     fn launchd_bootstraps_each_agent_and_reloads_one_whose_plist_changed() {
         let w = world(&["bolt", "nova"]);
         let r = RecordingRunner::new();
-        r.answer(
+        // Not loaded when the plan asks; loaded once bootstrapped.
+        r.answer_times(
             |c| c.args.first().map(String::as_str) == Some("print"),
             CallOutput {
                 code: Some(113),
                 stdout: String::new(),
                 stderr: "Could not find service\n".into(),
             },
+            2,
         );
         let mut c = ctx(&w, &r, Manager::Launchd);
         c.machine.os = Os::Macos;
@@ -923,6 +1243,8 @@ mod tests {
             homes,
             manager: Manager::Launchd,
             runner: &r,
+            manager_problem: None,
+            waits: Waits::default(),
         };
         // launchd no longer has it loaded: bootout fails, the plist still goes.
         r.answer(
@@ -945,18 +1267,248 @@ mod tests {
     }
 
     #[test]
-    fn a_bad_install_json_is_a_clear_error() {
-        let w = world(&["bolt"]);
+    fn a_broken_home_is_named_with_its_file_and_the_others_go_on() {
+        let w = world(&["bolt", "nova", "tora"]);
         std::fs::write(
             w.root.join("bolt/install.json"),
             r#"{"guards":["act"],"x":1}"#,
         )
         .unwrap();
-        let env = w.env();
-        let err = gather(&w.root, &env).unwrap_err().to_string();
+        std::fs::write(w.root.join("nova/config.json"), "{not json").unwrap();
+        let r = RecordingRunner::new();
+        not_enabled(&r);
+        let mut c = ctx(&w, &r, Manager::Systemd);
+        let names: Vec<&str> = c.homes.iter().map(|h| h.name.as_str()).collect();
+        assert_eq!(names, ["tora"]);
+        // nova's unit is installed: a broken home is never retired.
+        c.machine.installed_units = vec!["nova".into()];
+        let rows = plan(&c).unwrap();
+        let broken: Vec<String> = rows
+            .iter()
+            .filter(|r| r.status == Status::Broken)
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            broken,
+            [
+                format!(
+                    "broken  home     bolt  ({}: unknown field `x`, expected one of `guards`, \
+                     `cursor`, `codex_home` at line 1 column 21)",
+                    w.root.join("bolt/install.json").display()
+                ),
+                format!(
+                    "broken  home     nova  ({}: key must be a string at line 1 column 2)",
+                    w.root.join("nova/config.json").display()
+                ),
+            ]
+        );
         assert!(
-            err.contains("install.json") && err.contains("unknown field"),
+            !rows.iter().any(|r| r.status == Status::Remove),
+            "{rows:#?}"
+        );
+        // Neither broken home gets a service; tora does.
+        let applied = apply(&c, &rows).unwrap();
+        let calls: Vec<String> = applied.calls.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            calls,
+            [
+                "systemctl --user daemon-reload",
+                "systemctl --user enable --now hoop-sentinel@tora.service",
+            ]
+        );
+        let found = check(&c);
+        let lines: Vec<String> = found.iter().map(ToString::to_string).collect();
+        assert!(
+            lines.contains(&format!(
+                "error   [nova] home nova: broken: {}: key must be a string at line 1 column 2\n        \
+                 fix: fix {} by hand (or redeem the home again with `hoop provision redeem \
+                 --force`); until then its sentinel is not installed, started or retired",
+                w.root.join("nova/config.json").display(),
+                w.root.join("nova/config.json").display()
+            )),
+            "{lines:#?}"
+        );
+    }
+
+    fn launchd_ctx<'a>(
+        machine: &Machine,
+        homes: &[HomeEntry],
+        waits: &Waits,
+        runner: &'a dyn Runner,
+    ) -> Ctx<'a> {
+        Ctx {
+            machine: machine.clone(),
+            homes: homes.to_vec(),
+            manager: Manager::Launchd,
+            runner,
+            manager_problem: None,
+            waits: waits.clone(),
+        }
+    }
+
+    /// A launchd reload (issue 22 item 2): the bootout waits for a running
+    /// turn, a bootstrap launchd refuses while it still holds the label is
+    /// retried, and the job is verified loaded; the calls, in order.
+    #[test]
+    fn a_launchd_reload_waits_for_the_turn_retries_the_bootstrap_and_verifies() {
+        let w = world(&["bolt"]);
+        let quick = Waits {
+            turn: std::time::Duration::from_millis(200),
+            poll: std::time::Duration::from_millis(10),
+            bootstrap_retries: vec![std::time::Duration::ZERO; 2],
+        };
+        let (mut machine, homes) = gather(&w.root, &w.env()).unwrap();
+        machine.os = Os::Macos;
+        machine.uid = 501;
+        let waits = quick;
+        // Installed and loaded.
+        let r = RecordingRunner::new();
+        let c = launchd_ctx(&machine, &homes, &waits, &r);
+        apply(&c, &plan(&c).unwrap()).unwrap();
+        let plist = w
+            .user_home
+            .join("Library/LaunchAgents/dev.hoop.sentinel.bolt.plist");
+        let text = std::fs::read_to_string(&plist).unwrap();
+        let edit = || {
+            std::fs::write(
+                &plist,
+                text.replace("<integer>60</integer>", "<integer>1</integer>"),
+            )
+            .unwrap()
+        };
+        let busy = CallOutput {
+            code: Some(5),
+            stdout: String::new(),
+            stderr: "Bootstrap failed: 5: Input/output error\n".into(),
+        };
+        let is =
+            |verb: &'static str| move |c: &Call| c.args.first().map(String::as_str) == Some(verb);
+
+        // A turn is running: nothing is booted out.
+        edit();
+        let turn = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(w.root.join("bolt/turn.lock"))
+            .unwrap();
+        turn.try_lock().unwrap();
+        let r = RecordingRunner::new();
+        let c = launchd_ctx(&machine, &homes, &waits, &r);
+        let err = apply(&c, &plan(&c).unwrap()).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "a turn of bolt is still running after 0 s, so its agent was not reloaded (a \
+             bootout would stop it mid-turn); run `hoop install --apply` again when it ends"
+        );
+        assert!(
+            !r.calls().iter().any(|c| is("bootout")(c)),
+            "{:?}",
+            r.calls()
+        );
+        drop(turn);
+
+        // The turn ended: bootout, a refused bootstrap, the retry, the check.
+        let r = RecordingRunner::new();
+        r.answer_times(is("bootstrap"), busy.clone(), 1);
+        let c = launchd_ctx(&machine, &homes, &waits, &r);
+        let applied = apply(&c, &plan(&c).unwrap()).unwrap();
+        let calls: Vec<String> = r.calls().iter().map(ToString::to_string).collect();
+        let target = "gui/501/dev.hoop.sentinel.bolt";
+        let boot = format!("launchctl bootstrap gui/501 {}", plist.display());
+        assert_eq!(
+            calls,
+            [
+                format!("launchctl print {target}"),
+                format!("launchctl bootout {target}"),
+                boot.clone(),
+                boot.clone(),
+                format!("launchctl print {target}"),
+            ]
+        );
+        assert_eq!(
+            applied.notes,
+            [format!(
+                "`{boot}`: Bootstrap failed: 5: Input/output error (launchd still holds the \
+                 label); again in 0 s"
+            )]
+        );
+        assert_eq!(std::fs::read_to_string(&plist).unwrap(), text);
+
+        // launchd keeps refusing: a failure after the bounded retries.
+        edit();
+        let r = RecordingRunner::new();
+        r.answer(is("bootstrap"), busy);
+        let c = launchd_ctx(&machine, &homes, &waits, &r);
+        let err = apply(&c, &plan(&c).unwrap()).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            format!("`{boot}` exited 5: Bootstrap failed: 5: Input/output error")
+        );
+        assert_eq!(r.calls().iter().filter(|c| is("bootstrap")(c)).count(), 3);
+
+        // A bootstrap that said yes but loaded nothing is a failure.
+        edit();
+        let r = RecordingRunner::new();
+        r.answer_times(
+            is("print"),
+            CallOutput {
+                code: Some(0),
+                ..CallOutput::default()
+            },
+            1,
+        );
+        r.answer(
+            is("print"),
+            CallOutput {
+                code: Some(113),
+                stdout: String::new(),
+                stderr: "Could not find service \"dev.hoop.sentinel.bolt\" in domain for port\n"
+                    .into(),
+            },
+        );
+        let c = launchd_ctx(&machine, &homes, &waits, &r);
+        let err = apply(&c, &plan(&c).unwrap()).unwrap_err().to_string();
+        assert!(
+            err.starts_with(&format!(
+                "`{boot}` exited 1: it answered yes, but `launchctl print {target}` does not \
+                 find the job (Could not find service"
+            )),
             "{err}"
         );
+    }
+
+    /// Only the units this root's install record lists are retired when
+    /// their home is gone; another root's are left alone (issue 22 item 4).
+    #[test]
+    fn only_this_roots_units_are_retired() {
+        let w = world(&["tora"]);
+        crate::record::save(
+            &w.root,
+            &crate::record::Record {
+                manager: Manager::Systemd,
+                manager_on_purpose: true,
+                tool_dirs: vec![],
+                units: vec!["bolt".into(), "tora".into()],
+            },
+        )
+        .unwrap();
+        let wants = w
+            .user_home
+            .join(".config/systemd/user/default.target.wants");
+        std::fs::create_dir_all(&wants).unwrap();
+        for h in ["bolt", "other"] {
+            std::os::unix::fs::symlink("/x", wants.join(format!("hoop-sentinel@{h}.service")))
+                .unwrap();
+        }
+        let r = RecordingRunner::new();
+        let c = ctx(&w, &r, Manager::Systemd);
+        let retired: Vec<String> = plan(&c)
+            .unwrap()
+            .iter()
+            .filter(|r| r.status == Status::Remove)
+            .map(|r| r.subject.clone())
+            .collect();
+        assert_eq!(retired, ["hoop-sentinel@bolt.service"]);
     }
 }

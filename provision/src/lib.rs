@@ -8,11 +8,13 @@
 //! - `install`: gather facts, observe, plan / apply / [`install::check`].
 //! - `doctor`: `check` plus the machine's health (guards, secrets, clock,
 //!   PATH, linger, protected folders).
+//! - `record`: what `--apply` decided (manager, tools' PATH, units it owns).
 //! - `service`: the one door to `launchctl` / `systemctl` / `loginctl`.
 
 pub mod doctor;
 pub mod install;
 pub mod manifest;
+pub mod record;
 pub mod redeem;
 pub mod restart;
 pub mod service;

@@ -69,6 +69,45 @@ pub struct Machine {
     /// Homes that have a unit installed on this machine (enabled systemd
     /// instances, launchd agents), whether or not they are still homes.
     pub installed_units: Vec<String>,
+    /// Homes whose files could not be read: reported, never installed,
+    /// never retired.
+    pub broken: Vec<BrokenHome>,
+    /// systemd drop-ins of the template (`hoop-sentinel@.service.d/*.conf`):
+    /// the operator's local changes, kept and reported, never drift.
+    pub dropins: Vec<PathBuf>,
+    /// A unit file of this user that serves another hoop root (which still
+    /// exists): the unit and that root. One user runs one root.
+    pub foreign_root: Option<(PathBuf, PathBuf)>,
+    /// The homes whose units this root installed (its install record);
+    /// `None` before the first `--apply` that kept a record. Only these
+    /// are retired when their home is gone.
+    pub owned_units: Option<Vec<String>>,
+}
+
+/// A home whose `config.json`, `sentinel.json` or `install.json` does not
+/// parse: every command that walks the homes names it (the file and the
+/// error) and goes on with the others.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BrokenHome {
+    pub name: String,
+    pub file: PathBuf,
+    pub message: String,
+}
+
+impl BrokenHome {
+    /// The one line an operator reads about it (without the fix).
+    pub fn problem(&self) -> String {
+        format!("{}: {}", self.file.display(), self.message)
+    }
+
+    /// How to fix it.
+    pub fn fix(&self) -> String {
+        format!(
+            "fix {} by hand (or redeem the home again with `hoop provision redeem --force`); \
+             until then its sentinel is not installed, started or retired",
+            self.file.display()
+        )
+    }
 }
 
 /// Which guard hooks a home wants.
@@ -162,6 +201,10 @@ pub enum Want {
     /// The home's service `unit` (systemd instance or launchd label) is
     /// enabled and loaded under the manager.
     Service { home: String, unit: String },
+    /// A home that cannot be read ([`BrokenHome`]): nothing to do but fix it.
+    Broken { home: BrokenHome },
+    /// An operator's drop-in next to the unit: kept as it is.
+    Kept { path: PathBuf },
     /// A unit of a home that is gone: stop and remove it.
     Retired {
         home: String,
@@ -185,10 +228,12 @@ impl Item {
     pub fn subject(&self) -> String {
         match &self.want {
             Want::Link { path, target } => format!("{} -> {}", path.display(), target.display()),
-            Want::Dir { path } | Want::File { path, .. } | Want::Hooks { path, .. } => {
-                path.display().to_string()
-            }
+            Want::Dir { path }
+            | Want::File { path, .. }
+            | Want::Hooks { path, .. }
+            | Want::Kept { path } => path.display().to_string(),
             Want::Service { unit, .. } | Want::Retired { unit, .. } => unit.clone(),
+            Want::Broken { home } => home.name.clone(),
         }
     }
 }
@@ -218,6 +263,17 @@ pub enum ManifestError {
          only act and memory in their install.json"
     )]
     SharedHomeHooks { path: PathBuf, homes: String },
+    #[error(
+        "{unit} serves the hoop root {other}, and one user runs one root: installing {this} \
+         would take that root's units and hooks over. Install from that root \
+         (HOOP_ROOT={other} hoop install --plan) and move this root's homes into it; or, if \
+         {other} is retired, stop its sentinels and remove {unit} first"
+    )]
+    SecondRoot {
+        unit: PathBuf,
+        other: PathBuf,
+        this: PathBuf,
+    },
 }
 
 /// The stable link: `<root>/bin/hoop`.
@@ -234,6 +290,11 @@ pub fn systemd_unit_dir(m: &Machine) -> PathBuf {
         .join("user")
 }
 
+/// Where the template's drop-ins live: `hoop-sentinel@.service.d/`.
+pub fn dropin_dir(m: &Machine) -> PathBuf {
+    systemd_unit_dir(m).join(format!("{}.d", units::SYSTEMD_UNIT_FILE))
+}
+
 /// `~/Library/LaunchAgents`.
 pub fn launch_agents_dir(m: &Machine) -> PathBuf {
     m.user_home.join("Library").join("LaunchAgents")
@@ -247,15 +308,19 @@ pub fn plist_path(m: &Machine, home: &str) -> PathBuf {
 /// The `PATH` every unit gives the daemon: the stable link's directory, the
 /// directories of `claude` and `node`, then the system's.
 pub fn unit_path(m: &Machine) -> String {
-    let mut dirs: Vec<String> = vec![m.root.join(LINK_DIR).to_string_lossy().into_owned()];
     let system = match m.os {
         Os::Linux => LINUX_SYSTEM_PATH,
         Os::Macos => MACOS_SYSTEM_PATH,
     };
+    // The tools' own directories first, unless they are system directories:
+    // those keep the system's order (/usr/local/bin before /usr/bin), so a
+    // node found in /usr/bin does not hide one installed in /usr/local/bin.
+    let mut dirs: Vec<String> = vec![m.root.join(LINK_DIR).to_string_lossy().into_owned()];
     for d in m
         .tool_dirs
         .iter()
         .map(|d| d.to_string_lossy().into_owned())
+        .filter(|d| !system.contains(&d.as_str()))
         .chain(system.iter().map(|s| s.to_string()))
     {
         if !dirs.contains(&d) {
@@ -279,6 +344,13 @@ pub fn manifest(
     homes: &[HomeEntry],
     opts: Options,
 ) -> Result<Vec<Item>, ManifestError> {
+    if let Some((unit, other)) = &m.foreign_root {
+        return Err(ManifestError::SecondRoot {
+            unit: unit.clone(),
+            other: other.clone(),
+            this: m.root.clone(),
+        });
+    }
     if m.os == Os::Macos {
         let mut paths: Vec<(String, &Path)> = vec![
             ("the hoop root".into(), &m.root),
@@ -336,14 +408,23 @@ pub fn manifest(
     items.extend(hook_items(m, homes, &program)?);
     let facts = unit_facts(m);
     match m.os {
-        Os::Linux => items.push(Item {
-            kind: "unit",
-            home: None,
-            want: Want::File {
-                path: systemd_unit_dir(m).join(units::SYSTEMD_UNIT_FILE),
-                bytes: units::systemd_unit(&facts).into_bytes(),
-            },
-        }),
+        Os::Linux => {
+            items.push(Item {
+                kind: "unit",
+                home: None,
+                want: Want::File {
+                    path: systemd_unit_dir(m).join(units::SYSTEMD_UNIT_FILE),
+                    bytes: units::systemd_unit(&facts).into_bytes(),
+                },
+            });
+            for path in &m.dropins {
+                items.push(Item {
+                    kind: "dropin",
+                    home: None,
+                    want: Want::Kept { path: path.clone() },
+                });
+            }
+        }
         Os::Macos => {
             for h in homes {
                 let bytes = units::launchd_plist(&facts, &h.name, &h.dir.join("logs"))
@@ -369,8 +450,19 @@ pub fn manifest(
             },
         });
     }
+    for b in &m.broken {
+        items.push(Item {
+            kind: "home",
+            home: Some(b.name.clone()),
+            want: Want::Broken { home: b.clone() },
+        });
+    }
     for gone in &m.installed_units {
-        if homes.iter().any(|h| &h.name == gone) {
+        if homes.iter().any(|h| &h.name == gone) || m.broken.iter().any(|b| &b.name == gone) {
+            continue;
+        }
+        // Only what this root installed is this root's to retire.
+        if m.owned_units.as_ref().is_some_and(|o| !o.contains(gone)) {
             continue;
         }
         items.push(Item {
@@ -386,6 +478,27 @@ pub fn manifest(
     Ok(items)
 }
 
+/// The hooks this home should have: for each settings file its agent reads
+/// (Claude Code's, and Cursor's when asked), the specs its `install.json`
+/// chooses. The ONE definition: install, `--check`, doctor and `hoop
+/// status` all ask this.
+pub fn home_hooks(user_home: &Path, h: &HomeEntry) -> Vec<(Target, PathBuf, Vec<Spec>)> {
+    let mut targets = vec![(Target::Claude, h.claude_config_dir.join("settings.json"))];
+    if h.settings.cursor {
+        targets.push((Target::Cursor, user_home.join(".cursor").join("hooks.json")));
+    }
+    targets
+        .into_iter()
+        .map(|(target, path)| {
+            let wanted: Vec<Spec> = hooks::specs(target, Some(&h.name))
+                .into_iter()
+                .filter(|s| Guard::of(s).is_some_and(|g| h.settings.guards.contains(&g)))
+                .collect();
+            (target, path, wanted)
+        })
+        .collect()
+}
+
 /// One hooks item per settings file: the union of what its homes want; the
 /// per-home guards of two homes in one file are refused.
 fn hook_items(m: &Machine, homes: &[HomeEntry], program: &str) -> Result<Vec<Item>, ManifestError> {
@@ -398,18 +511,7 @@ fn hook_items(m: &Machine, homes: &[HomeEntry], program: &str) -> Result<Vec<Ite
     }
     let mut files: Vec<File> = Vec::new();
     for h in homes {
-        let mut targets = vec![(Target::Claude, h.claude_config_dir.join("settings.json"))];
-        if h.settings.cursor {
-            targets.push((
-                Target::Cursor,
-                m.user_home.join(".cursor").join("hooks.json"),
-            ));
-        }
-        for (target, path) in targets {
-            let wanted: Vec<Spec> = hooks::specs(target, Some(&h.name))
-                .into_iter()
-                .filter(|s| Guard::of(s).is_some_and(|g| h.settings.guards.contains(&g)))
-                .collect();
+        for (target, path, wanted) in home_hooks(&m.user_home, h) {
             if wanted.is_empty() {
                 continue;
             }
@@ -510,6 +612,10 @@ mod tests {
             hoop_binary: "/opt/hoop/0.1.0/hoop".into(),
             tool_dirs: vec!["/home/ops/.npm/bin".into(), "/usr/bin".into()],
             installed_units: vec!["bolt".into(), "old".into()],
+            broken: vec![],
+            dropins: vec![],
+            foreign_root: None,
+            owned_units: None,
         }
     }
 
@@ -524,6 +630,10 @@ mod tests {
             hoop_binary: "/opt/homebrew/bin/hoop-0.1.0".into(),
             tool_dirs: vec!["/opt/homebrew/bin".into()],
             installed_units: vec![],
+            broken: vec![],
+            dropins: vec![],
+            foreign_root: None,
+            owned_units: None,
         }
     }
 
@@ -597,7 +707,7 @@ service  hoop-sentinel@old.service
             .unwrap();
         assert!(unit.contains("ExecStart=\"/home/ops/.hoop/bin/hoop\" sentinel run"));
         assert!(unit.contains(
-            "Environment=\"PATH=/home/ops/.hoop/bin:/home/ops/.npm/bin:/usr/bin:/usr/local/bin:/bin\""
+            "Environment=\"PATH=/home/ops/.hoop/bin:/home/ops/.npm/bin:/usr/local/bin:/usr/bin:/bin\""
         ));
     }
 

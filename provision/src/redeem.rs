@@ -35,9 +35,35 @@ pub enum RedeemError {
     NoCurrentUser { uid: u32 },
     #[error(
         "the home {dir} exists already ({found}); nothing was redeemed and the key is still \
-         usable: choose another --name, or pass --force to replace that home's account"
+         usable: choose another --home, or pass --force to replace that home's account"
     )]
     HomeExists { dir: PathBuf, found: String },
+    #[error(
+        "cannot write a home under {root} ({cause}); nothing was redeemed and the key is still \
+         usable: make {root} writable by this user (or point HOOP_ROOT elsewhere), then redeem \
+         again"
+    )]
+    NotWritable {
+        root: PathBuf,
+        cause: std::io::Error,
+    },
+    #[error(
+        "{dir} is in the way of the home ({what}); nothing was redeemed and the key is still \
+         usable: move it aside, then redeem again"
+    )]
+    InTheWay { dir: PathBuf, what: String },
+    #[error(
+        "the backend has an account named {name:?} already ({cause}); a provisioning key \
+         always creates a NEW account, so nothing was redeemed and the key is still usable. \
+         Either redeem under a new name (--home {name}-2), or keep that account on this \
+         machine by adopting it without a key: `hoop provision redeem --force --home {name} \
+         --email <its email> --url {url}`"
+    )]
+    NameTaken {
+        name: String,
+        url: String,
+        cause: hoop_api::Error,
+    },
     #[error(transparent)]
     Home(#[from] HomeError),
     #[error(
@@ -49,21 +75,32 @@ pub enum RedeemError {
     #[error("the backend answered a reinforcement redeem without a valid MCP key")]
     NoMcpKey,
     #[error(
-        "the account {username:?} was created and {path} could not be written: {source}; the \
-         key is spent, so ask for the account's key or fixed code again"
+        "the account {} (id {}, email {}) was created but its home {} could not be put in \
+         place ({cause}); the key is spent. Once that is fixed, adopt the account (no key \
+         needed): `hoop provision redeem --force --home {} --email {} --url {url}`",
+        user.username, user.id, user.email, dir.display(), user.username, user.email
     )]
-    Write {
-        username: String,
-        path: PathBuf,
-        source: std::io::Error,
+    NotPlaced {
+        user: Box<User>,
+        dir: PathBuf,
+        url: String,
+        cause: std::io::Error,
+    },
+    #[error(
+        "adopting the account {email:?}: {cause}; nothing was written. The account must be an \
+         active agent account that logs in with the fixed code (a sentinel account)"
+    )]
+    Adopt {
+        email: String,
+        cause: hoop_api::Error,
     },
     #[error(
         "the account {username:?} was created and its home written, but the first login \
-         failed: {source}"
+         failed: {cause}"
     )]
     FirstLogin {
         username: String,
-        source: hoop_api::Error,
+        cause: hoop_api::Error,
     },
 }
 
@@ -93,7 +130,12 @@ impl ReinforcementRecord {
 /// What `hoop provision redeem` was asked to do.
 #[derive(Clone)]
 pub struct Options {
-    pub key: String,
+    /// The provisioning key; `None` only when adopting (`email`).
+    pub key: Option<String>,
+    /// Adopt the existing sentinel account with this email instead of
+    /// redeeming a key (`--force --email`): the home is written for it
+    /// and a login with the fixed code proves it.
+    pub email: Option<String>,
     pub name: String,
     pub room: Option<i64>,
     /// The machine user the home must belong to; `None` = no check.
@@ -110,6 +152,7 @@ impl std::fmt::Debug for Options {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Options")
             .field("key", &"<redacted>")
+            .field("email", &self.email)
             .field("name", &self.name)
             .field("room", &self.room)
             .field("target_host", &self.target_host)
@@ -125,6 +168,9 @@ impl std::fmt::Debug for Options {
 pub enum Outcome {
     /// Logs in with email + fixed code; the first login's token is cached.
     Sentinel { home: Home, user: User },
+    /// An existing sentinel account written into the home (`--force
+    /// --email`); no key was spent.
+    Adopted { home: Home, user: User },
     /// MCP key only: `add_line` installs it in Claude Code.
     Reinforcement {
         home: Home,
@@ -189,8 +235,17 @@ pub fn existing_home(home: &Home) -> Option<String> {
 
 /// What to run after a sentinel redeem.
 pub fn sentinel_next_steps(home: &Home, user: &User) -> String {
+    next_steps("redeemed: a new agent account", home, user)
+}
+
+/// What to run after adopting an existing account (`--force --email`).
+pub fn adopted_next_steps(home: &Home, user: &User) -> String {
+    next_steps("adopted: the existing agent account", home, user)
+}
+
+fn next_steps(what: &str, home: &Home, user: &User) -> String {
     format!(
-        "redeemed: a new agent account {} (id {}), home {}\n\
+        "{what} {} (id {}), home {}\n\
          next: hoop install --plan     # what running its sentinel under the service manager changes\n\
          \x20     hoop install --apply\n\
          \x20 or, in the foreground: hoop sentinel run --home {}\n",
@@ -215,16 +270,84 @@ pub fn reinforcement_notes(home: &Home, user: &User) -> String {
     )
 }
 
-fn write(username: &str, path: &Path, data: &[u8]) -> Result<(), RedeemError> {
-    write_atomic(path, data, WriteOptions::SECRET).map_err(|source| RedeemError::Write {
-        username: username.to_string(),
-        path: path.to_path_buf(),
-        source,
-    })
+/// Where a home is written before it is put in place: `<root>/.redeem/`
+/// (a name no home can have, so no command takes it for one).
+pub const STAGE_DIR: &str = ".redeem";
+
+/// The staged home for `name`: created empty (mode 0700) and proven
+/// writable (a file written and fsynced) BEFORE the backend is asked.
+fn stage(root: &Path, name: &str) -> Result<Home, RedeemError> {
+    let not_writable = |cause| RedeemError::NotWritable {
+        root: root.to_path_buf(),
+        cause,
+    };
+    let staged = Home::new(root.join(STAGE_DIR), name)?;
+    match std::fs::remove_dir_all(staged.dir()) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(not_writable(e)),
+    }
+    std::fs::create_dir_all(staged.dir()).map_err(not_writable)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(staged.dir(), std::fs::Permissions::from_mode(0o700))
+            .map_err(not_writable)?;
+    }
+    let probe = staged.dir().join(".probe");
+    write_atomic(&probe, b"", WriteOptions::SECRET).map_err(not_writable)?;
+    std::fs::remove_file(&probe).map_err(not_writable)?;
+    Ok(staged)
 }
 
-/// Redeem and write the home. Refusals that need no backend come first,
-/// so they never spend the key.
+/// Remove a staged home and, when nothing else is staged, the stage.
+fn unstage(staged: &Home) {
+    let _ = std::fs::remove_dir_all(staged.dir());
+    let _ = std::fs::remove_dir(&staged.root);
+}
+
+/// Put the staged home in place: a rename of the whole directory when the
+/// home does not exist, else each file renamed into it (the previous
+/// account's files removed first, so none of them outlives the new one).
+fn place(staged: &Home, home: &Home) -> std::io::Result<()> {
+    match std::fs::symlink_metadata(home.dir()) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            std::fs::rename(staged.dir(), home.dir())?;
+        }
+        Err(e) => return Err(e),
+        Ok(_) => {
+            for stale in account_files(home) {
+                match std::fs::remove_file(&stale) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => {
+                        return Err(std::io::Error::new(
+                            e.kind(),
+                            format!("removing {}: {e}", stale.display()),
+                        ));
+                    }
+                }
+            }
+            for e in std::fs::read_dir(staged.dir())? {
+                let e = e?;
+                let to = home.dir().join(e.file_name());
+                std::fs::rename(e.path(), &to).map_err(|err| {
+                    std::io::Error::new(err.kind(), format!("{}: {err}", to.display()))
+                })?;
+            }
+            unstage(staged);
+        }
+    }
+    let _ = std::fs::remove_dir(&staged.root);
+    if let Ok(d) = std::fs::File::open(&home.root) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+/// Redeem (or adopt) and write the home. Refusals that need no backend
+/// come first — the machine user, an existing home, a root that cannot be
+/// written — so none of them spends the key.
 pub async fn redeem(opts: &Options) -> Result<Outcome, RedeemError> {
     check_target_host(&current_user()?, opts.target_host.as_deref())?;
     let home = Home::new(&opts.root, &opts.name)?;
@@ -236,83 +359,111 @@ pub async fn redeem(opts: &Options) -> Result<Outcome, RedeemError> {
             found,
         });
     }
-    let resp: RedeemResponse = hoop_api::rest::redeem(
-        &opts.backend,
-        &RedeemRequest {
-            key: opts.key.trim().to_string(),
-            name: opts.name.clone(),
-            machine: Some(opts.machine.clone()),
-            conversation_id: opts.room,
+    if let Ok(m) = std::fs::symlink_metadata(home.dir())
+        && !m.is_dir()
+    {
+        return Err(RedeemError::InTheWay {
+            dir: home.dir(),
+            what: "not a directory".into(),
+        });
+    }
+    let staged = stage(&opts.root, &opts.name)?;
+    let base_url = opts.backend.trim_end_matches('/').to_string();
+    let resp: RedeemResponse = match (&opts.email, &opts.key) {
+        (Some(email), _) => match adopt(opts, email).await {
+            Ok(r) => r,
+            Err(e) => {
+                unstage(&staged);
+                return Err(e);
+            }
         },
-    )
-    .await?;
-    let user = resp.user.clone();
-    let username = user.username.clone();
-    // A replaced home must not keep the previous account's token or key.
-    for stale in account_files(&home) {
-        match std::fs::remove_file(&stale) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(source) => {
-                return Err(RedeemError::Write {
-                    username,
-                    path: stale,
-                    source,
+        (None, Some(key)) => match hoop_api::rest::redeem(
+            &opts.backend,
+            &RedeemRequest {
+                key: key.trim().to_string(),
+                name: opts.name.clone(),
+                machine: Some(opts.machine.clone()),
+                conversation_id: opts.room,
+            },
+        )
+        .await
+        {
+            Ok(r) => r,
+            Err(e) => {
+                unstage(&staged);
+                return Err(match e {
+                    e @ hoop_api::Error::Refused { status: 409, .. } => RedeemError::NameTaken {
+                        name: opts.name.clone(),
+                        url: base_url,
+                        cause: e,
+                    },
+                    e => RedeemError::Api(e),
                 });
             }
+        },
+        (None, None) => {
+            unstage(&staged);
+            return Err(RedeemError::UnknownKind("(no key and no email)".into()));
         }
-    }
+    };
+    let user = resp.user.clone();
+    let username = user.username.clone();
+    let not_placed = |cause: std::io::Error| RedeemError::NotPlaced {
+        user: Box::new(user.clone()),
+        dir: home.dir(),
+        url: base_url.clone(),
+        cause,
+    };
     let cfg = HomeConfig {
-        base_url: opts.backend.trim_end_matches('/').to_string(),
+        base_url: base_url.clone(),
         email: user.email.clone(),
         login_code: resp.fixed_code.clone().filter(|c| c != FIXED_LOGIN_CODE),
     };
     match resp.kind.as_str() {
         "sentinel" => {
-            write_json_atomic(&home.config_path(), &cfg, WriteOptions::SECRET).map_err(
-                |source| RedeemError::Write {
-                    username: username.clone(),
-                    path: home.config_path(),
-                    source,
-                },
-            )?;
+            write_json_atomic(&staged.config_path(), &cfg, WriteOptions::SECRET)
+                .map_err(not_placed)?;
+            place(&staged, &home).map_err(not_placed)?;
             // The first login fills the token cache (0600, atomic) and proves
-            // the fixed code works from this machine.
+            // the fixed code works from this machine (with the root's agent
+            // secret, so only once the home is in place).
             let first_login = async {
                 hoop_api::Client::for_home(&home)?.login().await?;
                 Ok::<(), hoop_api::Error>(())
             };
-            first_login
-                .await
-                .map_err(|source| RedeemError::FirstLogin {
-                    username: username.clone(),
-                    source,
-                })?;
-            Ok(Outcome::Sentinel { home, user })
+            first_login.await.map_err(|cause| RedeemError::FirstLogin {
+                username: username.clone(),
+                cause,
+            })?;
+            Ok(if opts.email.is_some() {
+                Outcome::Adopted { home, user }
+            } else {
+                Outcome::Sentinel { home, user }
+            })
         }
         "reinforcement" => {
             let key = resp
                 .mcp_key
                 .filter(|k| hoop_api::mcp::is_mcp_key(k))
                 .ok_or(RedeemError::NoMcpKey)?;
-            write(
-                &username,
-                &home.mcp_key_path(),
+            write_atomic(
+                &staged.mcp_key_path(),
                 format!("{key}\n").as_bytes(),
-            )?;
+                WriteOptions::SECRET,
+            )
+            .map_err(not_placed)?;
             let record = ReinforcementRecord {
                 base_url: cfg.base_url.clone(),
                 user_id: user.id,
                 username: username.clone(),
             };
-            let path = ReinforcementRecord::path(&home);
-            write_json_atomic(&path, &record, WriteOptions::SECRET).map_err(|source| {
-                RedeemError::Write {
-                    username: username.clone(),
-                    path: path.clone(),
-                    source,
-                }
-            })?;
+            write_json_atomic(
+                &ReinforcementRecord::path(&staged),
+                &record,
+                WriteOptions::SECRET,
+            )
+            .map_err(not_placed)?;
+            place(&staged, &home).map_err(not_placed)?;
             let add_line = hoop_api::mcp::claude_add_line(Some(&cfg.base_url), &key);
             Ok(Outcome::Reinforcement {
                 home,
@@ -322,6 +473,32 @@ pub async fn redeem(opts: &Options) -> Result<Outcome, RedeemError> {
         }
         other => Err(RedeemError::UnknownKind(other.to_string())),
     }
+}
+
+/// `--force --email`: the existing sentinel account, proven by a login
+/// with the fixed code from the staged home; answered as a redeem would be.
+async fn adopt(opts: &Options, email: &str) -> Result<RedeemResponse, RedeemError> {
+    let err = |cause| RedeemError::Adopt {
+        email: email.to_string(),
+        cause,
+    };
+    let client = hoop_api::Client::new(hoop_api::rest::ClientConfig {
+        base_url: opts.backend.trim_end_matches('/').to_string(),
+        email: email.to_string(),
+        login_code: FIXED_LOGIN_CODE.to_string(),
+        agent_secret: hoop_core::home::agent_secret(&opts.root),
+        token_cache: None,
+    })
+    .map_err(err)?;
+    let user = client.me().await.map_err(err)?;
+    Ok(RedeemResponse {
+        user,
+        kind: "sentinel".into(),
+        fixed_code: None,
+        mcp_key: None,
+        ready_line: None,
+        conversation_id: None,
+    })
 }
 
 #[cfg(test)]

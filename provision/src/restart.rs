@@ -152,6 +152,75 @@ pub fn seen(text: &str, home: &str, old_pid: Option<u32>) -> Seen {
     out
 }
 
+/// What the daemon's own status file shows of a new process: written by a
+/// pid other than `old_pid` that started at or after `since` (unix
+/// seconds), and whether its socket is up. The primary signal: the journal
+/// is empty for system-UID accounts on older systemd and with volatile
+/// journald, the status file never is.
+pub fn seen_status(status: Option<&Status>, old_pid: Option<u32>, since: i64) -> Seen {
+    match status {
+        Some(s) if Some(s.pid) != old_pid && s.started_at >= since => {
+            if s.ws_connected {
+                Seen::Connected { pid: s.pid }
+            } else {
+                Seen::Started { pid: s.pid }
+            }
+        }
+        _ => Seen::Nothing,
+    }
+}
+
+/// The further along of two readings.
+fn further(a: Seen, b: Seen) -> Seen {
+    let rank = |s: Seen| match s {
+        Seen::Nothing => 0,
+        Seen::Started { .. } => 1,
+        Seen::Connected { .. } => 2,
+    };
+    if rank(b) > rank(a) { b } else { a }
+}
+
+/// The daemon's cold-start compaction line that opens it, and the one
+/// that ends it (`hoop_sentinel::driver`).
+pub const COMPACTION_STARTED: &str = "🗜️ cold start: compacting the session";
+pub const COMPACTION_FINISHED: &str = "🗜️ cold start: compaction finished";
+
+/// Where a new process's cold-start compaction is, from its log since its
+/// `🚀`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compaction {
+    /// None started (none was due, or not yet).
+    None,
+    Running,
+    Finished,
+}
+
+/// The compaction state of `log` (the text after the new process's `🚀`).
+pub fn compaction(log: &str) -> Compaction {
+    match (
+        log.rfind(COMPACTION_STARTED),
+        log.rfind(COMPACTION_FINISHED),
+    ) {
+        (Some(s), Some(f)) if f > s => Compaction::Finished,
+        (Some(_), _) => Compaction::Running,
+        (None, Some(_)) => Compaction::Finished,
+        (None, None) => Compaction::None,
+    }
+}
+
+/// The log after the `🚀` line of `pid` (empty when it has none yet).
+fn after_rocket<'a>(log: &'a str, home: &str, pid: u32) -> &'a str {
+    let mut at = None;
+    let mut offset = 0;
+    for line in log.split_inclusive('\n') {
+        offset += line.len();
+        if rocket_pid(line, home) == Some(pid) {
+            at = Some(offset);
+        }
+    }
+    at.map_or("", |a| &log[a..])
+}
+
 /// A round the canary may pass with: it ran and nothing failed.
 pub fn healthy(r: RoundResult) -> bool {
     matches!(
@@ -182,6 +251,13 @@ pub struct Options {
     pub turn_wait: Duration,
     pub come_up: Duration,
     pub poll: Duration,
+    /// How long the canary has, once up, to finish its first round (time
+    /// spent in a cold-start compaction not counted).
+    pub round_wait: Duration,
+    /// How long a canary's cold-start compaction may run before its first
+    /// round (`None`: the home's turn timeout, which bounds `/compact` in
+    /// the daemon too).
+    pub compaction_wait: Option<Duration>,
 }
 
 impl Options {
@@ -194,6 +270,8 @@ impl Options {
             turn_wait: TURN_WAIT,
             come_up: COME_UP,
             poll: POLL,
+            round_wait: COME_UP,
+            compaction_wait: None,
         }
     }
 }
@@ -296,7 +374,10 @@ fn one(
     say: &mut dyn FnMut(&str),
 ) -> Outcome {
     if !home.config_path().is_file() {
-        return fail(format!("no home at {}", home.dir().display()));
+        return fail(format!(
+            "no home at {} (no config.json); fix: `hoop status` lists this machine's homes",
+            home.dir().display()
+        ));
     }
     // 1. A running turn: wait for it to end (trying the flock each time).
     let turn_lock = home.turn_lock_path();
@@ -340,10 +421,13 @@ fn one(
         Err(e) => return fail(e.to_string()),
     };
     let source = default_log(opts.manager, home);
+    // One second of slack: started_at and --since are whole seconds.
+    let since = hoop_core::clock::now_unix().saturating_sub(1).max(0);
     let mark = match &source {
         LogSource::File(p) => std::fs::metadata(p).map(|m| m.len()).unwrap_or(0),
-        LogSource::Journal => hoop_core::clock::now_unix().saturating_sub(1).max(0) as u64,
+        LogSource::Journal => since as u64,
     };
+    let status_path = home.dir().join(hoop_sentinel::constants::STATUS_FILE);
     // 3. The restart.
     let calls = restart_calls(opts.manager, &home.name, opts.uid);
     if calls.is_empty() {
@@ -362,7 +446,8 @@ fn one(
             Err(e) => return fail(e.to_string()),
         }
     }
-    // 4. The new process's 🚀 and then its socket.
+    // 4. The new process's 🚀 and then its socket: its own status file
+    // first, its log (file or journal) only when that shows less.
     let read_log = || -> String {
         match &source {
             LogSource::File(p) => read_from(p, mark),
@@ -374,7 +459,11 @@ fn one(
     };
     let mut last = Seen::Nothing;
     let up = wait_for(opts.come_up, opts.poll, || {
-        last = seen(&read_log(), &home.name, old_pid);
+        let status = Status::load(&status_path).ok();
+        last = seen_status(status.as_ref(), old_pid, since);
+        if !matches!(last, Seen::Connected { .. }) {
+            last = further(last, seen(&read_log(), &home.name, old_pid));
+        }
         match last {
             Seen::Connected { pid } => Some(pid),
             _ => None,
@@ -402,13 +491,58 @@ fn one(
             "{}: canary up; waiting for its first round",
             home.name
         ));
-        let status_path = home.dir().join(hoop_sentinel::constants::STATUS_FILE);
-        let round = wait_for(opts.come_up, opts.poll, || {
-            Status::load(&status_path)
+        // A due cold-start compaction runs before the first round: its
+        // time does not count against come_up, but is bounded by its own
+        // timeout (the home's turn timeout).
+        let compaction_wait = opts.compaction_wait.unwrap_or_else(|| {
+            hoop_sentinel::config::SentinelConfig::load(&home.dir())
+                .map(|c| c.turn_timeout)
+                .unwrap_or(hoop_core::limits::TURN_TIMEOUT)
+        });
+        let mut deadline = Instant::now() + opts.round_wait;
+        let mut compacting_since: Option<Instant> = None;
+        let round = loop {
+            let status = Status::load(&status_path)
                 .ok()
                 .filter(|s| s.pid == new_pid)
-                .and_then(|s| s.last_round_result)
-        });
+                .and_then(|s| s.last_round_result);
+            if status.is_some() {
+                break Ok(status);
+            }
+            let now = Instant::now();
+            match compaction(after_rocket(&read_log(), &home.name, new_pid)) {
+                Compaction::Running => {
+                    let started = *compacting_since.get_or_insert_with(|| {
+                        say(&format!(
+                            "{}: canary compacting its session before its first round \
+                             (up to {} s)",
+                            home.name,
+                            compaction_wait.as_secs()
+                        ));
+                        now
+                    });
+                    if now >= started + compaction_wait {
+                        break Err(format!(
+                            "the canary's cold-start compaction did not finish within {} s",
+                            compaction_wait.as_secs()
+                        ));
+                    }
+                    deadline = now + opts.round_wait;
+                }
+                Compaction::Finished if compacting_since.take().is_some() => {
+                    deadline = now + opts.round_wait;
+                }
+                _ => {}
+            }
+            if now >= deadline {
+                break Ok(None);
+            }
+            std::thread::sleep(opts.poll);
+        };
+        let round = match round {
+            Ok(r) => r,
+            Err(reason) => return fail(reason),
+        };
         match round {
             Some(r) if healthy(r) => {}
             Some(r) => {
@@ -418,7 +552,7 @@ fn one(
             None => {
                 return fail(format!(
                     "the canary finished no round within {} s",
-                    opts.come_up.as_secs()
+                    opts.round_wait.as_secs()
                 ));
             }
         }
@@ -685,5 +819,67 @@ mod tests {
         assert!(matches!(&out[0].1, Outcome::Failed { reason } if reason.contains("no home")));
         assert_eq!(out[1].1, Outcome::Skipped);
         assert!(r.calls().is_empty());
+    }
+
+    /// The status file speaks for a new process only: another pid, started
+    /// since the restart began; connected when its socket is up.
+    #[test]
+    fn the_status_file_shows_a_new_process_only() {
+        let st = |pid, started_at, ws_connected| Status {
+            pid,
+            started_at,
+            ws_connected,
+            last_round_at: None,
+            last_round_result: None,
+            consecutive_failures: 0,
+            login_error: None,
+        };
+        let cases: Vec<(Option<Status>, Option<u32>, Seen)> = vec![
+            (None, Some(7), Seen::Nothing),
+            (Some(st(7, 200, true)), Some(7), Seen::Nothing),
+            (Some(st(8, 99, true)), Some(7), Seen::Nothing),
+            (Some(st(8, 100, false)), Some(7), Seen::Started { pid: 8 }),
+            (Some(st(8, 100, true)), Some(7), Seen::Connected { pid: 8 }),
+            (Some(st(8, 150, true)), None, Seen::Connected { pid: 8 }),
+            (Some(st(8, 50, true)), None, Seen::Nothing),
+        ];
+        for (status, old, want) in cases {
+            assert_eq!(
+                seen_status(status.as_ref(), old, 100),
+                want,
+                "{status:?} {old:?}"
+            );
+        }
+        assert_eq!(
+            further(Seen::Started { pid: 8 }, Seen::Nothing),
+            Seen::Started { pid: 8 }
+        );
+        assert_eq!(
+            further(Seen::Started { pid: 8 }, Seen::Connected { pid: 8 }),
+            Seen::Connected { pid: 8 }
+        );
+    }
+
+    /// A compaction is running from its opening line until its end line
+    /// (of the new process: only the log after its 🚀 is read).
+    #[test]
+    fn a_cold_start_compaction_is_read_from_its_two_lines() {
+        let start = "INFO hoop_sentinel::driver: 🗜️ cold start: compacting the session before \
+                     the first round home=bolt context=450000 threshold=400000\n";
+        let end = "INFO hoop_sentinel::driver: 🗜️ cold start: compaction finished home=bolt \
+                   outcome=Ok\n";
+        assert_eq!(compaction(""), Compaction::None);
+        assert_eq!(compaction(start), Compaction::Running);
+        assert_eq!(compaction(&format!("{start}{end}")), Compaction::Finished);
+        assert_eq!(
+            compaction(&format!("{start}{end}{start}")),
+            Compaction::Running
+        );
+        let log = format!("🚀 bolt pid=7 x\n{start}{end}🚀 bolt pid=8 y\n{start}");
+        assert_eq!(
+            compaction(after_rocket(&log, "bolt", 8)),
+            Compaction::Running
+        );
+        assert_eq!(after_rocket(&log, "bolt", 9), "");
     }
 }

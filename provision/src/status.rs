@@ -173,6 +173,9 @@ pub struct Facts {
     pub obituaries: Option<Result<Obituaries, String>>,
     pub context_tokens: Option<u64>,
     pub hooks_installed: Option<Result<bool, String>>,
+    /// The home's own files (`config.json`, `sentinel.json`,
+    /// `install.json`) parse; the error names the file and the fix.
+    pub config: Option<Result<(), String>>,
     pub act_rules: Option<Vec<String>>,
     pub phase: Option<Result<Option<Phase>, String>>,
     pub unit: Unit,
@@ -191,6 +194,7 @@ pub fn home_status(f: &Facts) -> HomeStatus {
         }
         r.is_some()
     };
+    known(&f.config, "home");
     let lock_known = known(&f.lock.clone().map(|r| r.map(|_| ())), "account lock");
     let status_known = known(&f.status.clone().map(|r| r.map(|_| ())), "status file");
     known(&f.obituaries.clone().map(|r| r.map(|_| ())), "obituaries");
@@ -298,6 +302,8 @@ pub fn unit_from_plan(rows: &[Row], home: &str) -> Unit {
 pub fn drift_from_plan(rows: &[Row], home: Option<&str>) -> Vec<String> {
     rows.iter()
         .filter(|r| r.item.home.as_deref() == home)
+        // A broken home is one of its problems already.
+        .filter(|r| r.status != PlanStatus::Broken)
         .filter_map(install::finding)
         .map(|f| format!("{}: {}", f.item, f.problem))
         .collect()
@@ -406,10 +412,19 @@ pub fn facts(home: &Home) -> Facts {
             &session,
         ))
     });
-    let hooks_installed = match (&cfg, &config_dir) {
-        (Err(e), _) => Some(Err(e.to_string())),
-        (Ok(_), None) => None,
-        (Ok(_), Some(d)) => Some(hooks_installed(&d.join("settings.json"), &home.name)),
+    let user_home = std::env::var_os("HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from);
+    let entry = user_home
+        .as_ref()
+        .map(|u| crate::install::read_home(home, u));
+    let config = entry.as_ref().map(|e| match e {
+        Ok(_) => Ok(()),
+        Err(b) => Err(format!("{}; {}", b.problem(), b.fix())),
+    });
+    let hooks_installed = match (&entry, &user_home) {
+        (Some(Ok(e)), Some(u)) => Some(hooks_installed(e, u)),
+        _ => None,
     };
     let act_rules = Some(
         hoop_guards::act::armed_rules(&home.root)
@@ -432,6 +447,7 @@ pub fn facts(home: &Home) -> Facts {
         obituaries,
         context_tokens,
         hooks_installed,
+        config,
         act_rules,
         phase: Some(read_phase(&home.phase_path())),
         unit: Unit::default(),
@@ -441,25 +457,19 @@ pub fn facts(home: &Home) -> Facts {
     }
 }
 
-/// Are all the home's hooks in this Claude Code settings file? Asked of the
-/// guards' own installer (a dry merge: nothing it would add).
-fn hooks_installed(settings: &Path, home: &str) -> Result<bool, String> {
-    use hoop_guards::install::{Change, Target, merge, specs};
-    let mut value: serde_json::Value = match std::fs::read_to_string(settings) {
-        Ok(text) => {
-            serde_json::from_str(&text).map_err(|e| format!("{}: {e}", settings.display()))?
+/// Are all the hooks this home should have (the install manifest's
+/// [`crate::manifest::home_hooks`], from its `install.json`) in their
+/// settings files? Asked of the guards' own installer (a dry merge: nothing
+/// it would add).
+fn hooks_installed(entry: &crate::manifest::HomeEntry, user_home: &Path) -> Result<bool, String> {
+    use hoop_guards::install::{Change, merge_plan};
+    for (target, path, specs) in crate::manifest::home_hooks(user_home, entry) {
+        let (changes, _) = merge_plan(target, &path, "hoop", &specs).map_err(|e| e.to_string())?;
+        if changes.iter().any(|c| matches!(c, Change::Added(_))) {
+            return Ok(false);
         }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
-        Err(e) => return Err(format!("{}: {e}", settings.display())),
-    };
-    let changes = merge(
-        Target::Claude,
-        &mut value,
-        "hoop",
-        &specs(Target::Claude, Some(home)),
-    )
-    .map_err(|e| format!("{}: {e}", settings.display()))?;
-    Ok(!changes.iter().any(|c| matches!(c, Change::Added(_))))
+    }
+    Ok(true)
 }
 
 fn read_phase(path: &Path) -> Result<Option<Phase>, String> {

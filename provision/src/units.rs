@@ -47,7 +47,12 @@ pub fn launchd_label(home: &str) -> String {
 }
 
 /// Quote a value for a unit file: double quotes, `\` and `"` escaped, `%`
-/// doubled (systemd expands `%` specifiers everywhere).
+/// doubled (systemd expands `%` specifiers everywhere). A `$` stays as it
+/// is: what is rendered from data is an `Environment=` value or the
+/// executable path of `ExecStart=`, neither of which systemd expands
+/// (`$VAR` expansion applies to a command's arguments, which here are fixed
+/// words and `%i`); `systemd-analyze verify` of a root holding `$` checks
+/// it.
 fn systemd_quote(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
@@ -136,20 +141,35 @@ fn fill(v: &mut plist::Value, subst: &impl Fn(&str) -> String) {
 
 /// The value of `PATH` a rendered unit gives the daemon, if it sets one.
 pub fn unit_path(bytes: &[u8]) -> Option<String> {
+    unit_env(bytes, "PATH")
+}
+
+/// The value of `key` in a rendered unit's environment (a plist's
+/// `EnvironmentVariables`, a systemd unit's `Environment=` lines, as the
+/// renderer quotes them).
+pub fn unit_env(bytes: &[u8], key: &str) -> Option<String> {
     if let Ok(v) = plist::Value::from_reader_xml(bytes) {
         return v
             .as_dictionary()?
             .get("EnvironmentVariables")?
             .as_dictionary()?
-            .get("PATH")?
+            .get(key)?
             .as_string()
             .map(str::to_string);
     }
     let text = std::str::from_utf8(bytes).ok()?;
     text.lines().find_map(|l| {
         let v = l.trim().strip_prefix("Environment=")?;
-        let v = v.trim_matches('"');
-        v.strip_prefix("PATH=").map(|p| p.replace("%%", "%"))
+        let v = v
+            .strip_prefix('"')
+            .and_then(|v| v.strip_suffix('"'))
+            .unwrap_or(v);
+        let v = v.strip_prefix(key)?.strip_prefix('=')?;
+        Some(
+            v.replace("%%", "%")
+                .replace("\\\"", "\"")
+                .replace("\\\\", "\\"),
+        )
     })
 }
 
@@ -204,9 +224,11 @@ mod tests {
     #[test]
     fn systemd_values_are_quoted_and_percent_escaped() {
         let mut f = facts();
-        f.hoop_bin = "/home/u/my tools/100%/hoop".into();
+        f.hoop_bin = "/home/u/my tools/100%/$HOME/hoop".into();
+        f.root = "/home/u/$x %h/.hoop".into();
         let u = systemd_unit(&f);
-        assert!(u.contains("ExecStart=\"/home/u/my tools/100%%/hoop\" sentinel"));
+        assert!(u.contains("ExecStart=\"/home/u/my tools/100%%/$HOME/hoop\" sentinel"));
+        assert!(u.contains("Environment=\"HOOP_ROOT=/home/u/$x %%h/.hoop\"\n"));
         assert_eq!(systemd_quote(r#"a"b\c"#), r#""a\"b\\c""#);
     }
 

@@ -35,7 +35,7 @@ pub fn routes() -> Router<Arc<App>> {
         .route(r::PROVISION_KEYS, post(create_provision_key))
         .route(r::REINFORCE_APPROVE, post(approve_application))
         .route(r::FAULTS, post(arm_fault))
-        .route(r::CARDS, post(create_card))
+        .route(r::CARDS, get(list_cards).post(create_card))
         .route(r::PUSH, post(push))
         .route(r::CLOCK_ADVANCE, post(advance_clock))
         .route(r::STATS, get(stats))
@@ -165,6 +165,20 @@ async fn arm_fault(
 ) -> ApiResult<Response> {
     app.store().arm_fault(req.point, req.times);
     Ok(axum::Json(req).into_response())
+}
+
+/// Every card of a room (or one card), for `hoop backend card list|show`.
+async fn list_cards(
+    State(app): S,
+    _: Admin,
+    axum::extract::Query(f): axum::extract::Query<hoop_api::admin::AdminCardQuery>,
+) -> ApiResult<Response> {
+    let filter = crate::store::CardFilter {
+        conversation_id: f.conversation_id,
+        id: f.id,
+        ..Default::default()
+    };
+    Ok(axum::Json(app.store().admin_cards(&filter)?).into_response())
 }
 
 async fn create_card(

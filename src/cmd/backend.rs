@@ -105,7 +105,7 @@ pub struct ServeArgs {
 #[derive(clap::Args, Clone)]
 pub struct Conn {
     /// Base URL of the running backend.
-    #[arg(long, env = URL_ENV)]
+    #[arg(long, alias = "backend", env = URL_ENV)]
     pub url: String,
     /// Admin token file, used when HOOP_ADMIN_TOKEN is not set.
     #[arg(long)]
@@ -306,6 +306,25 @@ pub fn parse_ttl(s: &str) -> Result<i64, String> {
 
 #[derive(clap::Subcommand)]
 pub enum CardCmd {
+    /// Every card (of a room with --room), newest first, one line each:
+    /// `#ID STATUS room=… assignee=… parent=… TITLE`, then its result or
+    /// error and tokens.
+    List {
+        #[command(flatten)]
+        conn: Conn,
+        #[arg(long)]
+        room: Option<i64>,
+        /// Print the cards as the server answers them (a JSON list).
+        #[arg(long)]
+        json: bool,
+    },
+    /// One card as the server answers it (JSON).
+    Show {
+        #[command(flatten)]
+        conn: Conn,
+        /// The card id.
+        id: i64,
+    },
     /// Assign a queued card in a room (every card lives in a workroom).
     Add {
         #[command(flatten)]
@@ -475,6 +494,45 @@ fn print_json(v: serde_json::Value) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `card list`'s lines: one per card, then its result or error and what
+/// it cost, indented.
+fn card_lines(cards: &[hoop_api::types::Card]) -> String {
+    let opt = |v: Option<i64>| v.map_or("-".to_string(), |v| v.to_string());
+    let mut s = String::new();
+    if cards.is_empty() {
+        s.push_str("(no cards)\n");
+    }
+    for c in cards {
+        let status = serde_json::to_value(c.status)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default();
+        s.push_str(&format!(
+            "#{} {status} room={} assignee={} parent={} {}\n",
+            c.id,
+            c.conversation_id,
+            opt(c.assignee_id),
+            opt(c.parent_id),
+            c.title
+        ));
+        if let Some(r) = &c.result {
+            s.push_str(&format!("    result: {r}\n"));
+        }
+        if let Some(e) = &c.error {
+            s.push_str(&format!("    error: {e}\n"));
+        }
+        if c.tokens_in.is_some() || c.tokens_out.is_some() {
+            s.push_str(&format!(
+                "    tokens in/cached/out = {}/{}/{}\n",
+                opt(c.tokens_in),
+                opt(c.tokens_cached_in),
+                opt(c.tokens_out)
+            ));
+        }
+    }
+    s
+}
+
 async fn user_id(c: &AdminClient, who: &str) -> anyhow::Result<i64> {
     Ok(c.resolve_user(who).await?.id)
 }
@@ -632,6 +690,38 @@ async fn operate(cmd: Command) -> anyhow::Result<ExitCode> {
             print_json(serde_json::to_value(
                 &client(&conn)?.arm_fault(point, times).await?,
             )?)
+        }
+        Command::Card(CardCmd::List { conn, room, json }) => {
+            let cards = client(&conn)?
+                .cards(&hoop_api::admin::AdminCardQuery {
+                    conversation_id: room,
+                    id: None,
+                })
+                .await?;
+            let mut out = std::io::stdout().lock();
+            if json {
+                writeln!(out, "{}", serde_json::to_string(&cards)?)?;
+            } else {
+                out.write_all(card_lines(&cards).as_bytes())?;
+            }
+            out.flush()?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Card(CardCmd::Show { conn, id }) => {
+            let cards = client(&conn)?
+                .cards(&hoop_api::admin::AdminCardQuery {
+                    conversation_id: None,
+                    id: Some(id),
+                })
+                .await?;
+            let Some(card) = cards.into_iter().next() else {
+                anyhow::bail!(
+                    "no card {id} on {} (`hoop backend card list` lists them)",
+                    conn.url
+                );
+            };
+            println!("{}", serde_json::to_string_pretty(&card)?);
+            Ok(ExitCode::SUCCESS)
         }
         Command::Card(CardCmd::Add {
             conn,

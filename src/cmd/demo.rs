@@ -60,6 +60,27 @@ fn find_claude(args: &Args) -> Option<(PathBuf, &'static str)> {
         .then_some((local, "from tests/node_modules"))
 }
 
+/// The card line's cost: the figures once the sentinel reported the turn's
+/// usage, else why there are none (never a bare 0/0/0 that reads as a
+/// broken meter).
+fn card_cost(c: &hoop_api::types::Card, usage_line: Option<&str>) -> String {
+    let opt = |v: Option<i64>| v.map_or("-".to_string(), |v| v.to_string());
+    let figures = format!(
+        "tokens in/cached/out = {}/{}/{}",
+        opt(c.tokens_in),
+        opt(c.tokens_cached_in),
+        opt(c.tokens_out)
+    );
+    match usage_line {
+        Some(l) if l == USAGE_LINES[0] => figures,
+        Some(l) => format!("no token figures: the sentinel logged {l:?} (see its lines above)"),
+        None => format!(
+            "no token figures: the sentinel reported no usage within {} s",
+            USAGE_REPORT_WAIT.as_secs()
+        ),
+    }
+}
+
 struct Transcript {
     t0: Instant,
 }
@@ -111,11 +132,44 @@ fn readable(line: &str) -> Option<String> {
 struct Sentinel {
     child: Child,
     lines: mpsc::Receiver<String>,
+    /// Every line read so far (a wait may look for one already passed).
+    seen: Vec<String>,
 }
+
+/// The sentinel's lines about the turn's usage report: the one that says
+/// it landed, then those that say why it did not.
+const USAGE_LINES: [&str; 4] = [
+    "usage reported",
+    "usage report failed",
+    "usage not read",
+    "usage totals unreadable",
+];
+
+/// How long the demo waits for the usage report after the cursor commit:
+/// the sentinel's own catch-up wait plus time for the report's request.
+const USAGE_REPORT_WAIT: Duration =
+    Duration::from_secs(hoop_sentinel::constants::USAGE_CATCH_UP_WAIT.as_secs() + 10);
 
 impl Sentinel {
     /// Wait for a log line containing `needle`, echoing every line.
     fn wait_for(&mut self, tr: &Transcript, needle: &str, deadline: Instant) -> anyhow::Result<()> {
+        self.wait_for_any(tr, &[needle], deadline).map(|_| ())
+    }
+
+    /// Wait for a log line containing any of `needles` (one already read
+    /// counts); the needle found.
+    fn wait_for_any<'n>(
+        &mut self,
+        tr: &Transcript,
+        needles: &[&'n str],
+        deadline: Instant,
+    ) -> anyhow::Result<&'n str> {
+        for n in needles {
+            if self.seen.iter().any(|l| l.contains(n)) {
+                return Ok(n);
+            }
+        }
+        let needle = needles.join(" | ");
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
@@ -126,12 +180,13 @@ impl Sentinel {
                 .recv_timeout(left.min(Duration::from_millis(200)))
             {
                 Ok(line) => {
-                    let hit = line.contains(needle);
+                    let hit = needles.iter().find(|n| line.contains(**n)).copied();
                     if let Some(r) = readable(&line) {
                         tr.say("sentinel", &r);
                     }
-                    if hit {
-                        return Ok(());
+                    self.seen.push(line);
+                    if let Some(n) = hit {
+                        return Ok(n);
                     }
                 }
                 Err(mpsc::RecvTimeoutError::Timeout) => {
@@ -365,7 +420,11 @@ async fn demo(args: &Args, claude: &Path, found: &str) -> anyhow::Result<ExitCod
             }
         }
     });
-    let mut sentinel = Sentinel { child, lines: rx };
+    let mut sentinel = Sentinel {
+        child,
+        lines: rx,
+        seen: Vec::new(),
+    };
     let outcome = async {
         sentinel.wait_for(&tr, "🚀", deadline)?;
         sentinel.wait_for(&tr, "🔌 WS connected", deadline)?;
@@ -398,18 +457,15 @@ async fn demo(args: &Args, claude: &Path, found: &str) -> anyhow::Result<ExitCod
                 reply.sender_username, reply.id, reply.body
             ),
         );
-        // Usage lands right after the turn; give the report a moment.
-        let until = Instant::now() + Duration::from_secs(5);
-        let mut c = agent_client.card(room.id, card.id).await?;
-        while c.tokens_out.is_none() && Instant::now() < until {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            c = agent_client.card(room.id, card.id).await?;
-        }
+        // The card's cost is known once the sentinel reported the turn's
+        // usage; wait for that line (or the one saying why it could not).
+        let usage = sentinel.wait_for_any(&tr, &USAGE_LINES, Instant::now() + USAGE_REPORT_WAIT);
+        let c = agent_client.card(room.id, card.id).await?;
         sentinel.drain(&tr);
         tr.say(
             "card",
             &format!(
-                "#{} {:?} {:?}, {}, tokens in/cached/out = {}/{}/{}",
+                "#{} {:?} {:?}, {}, {}",
                 c.id,
                 c.title,
                 c.status,
@@ -417,9 +473,7 @@ async fn demo(args: &Args, claude: &Path, found: &str) -> anyhow::Result<ExitCod
                     "lease renewed by the sentinel (expires in {} s)",
                     t - hoop_core::clock::now_unix()
                 )),
-                opt(c.tokens_in),
-                opt(c.tokens_cached_in),
-                opt(c.tokens_out)
+                card_cost(&c, usage.ok())
             ),
         );
         anyhow::Ok(())
@@ -457,8 +511,4 @@ impl TempRoot {
     fn path(&self) -> &Path {
         self.0.path()
     }
-}
-
-fn opt(v: Option<i64>) -> String {
-    v.map_or("null".into(), |n| n.to_string())
 }

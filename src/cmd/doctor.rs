@@ -5,6 +5,7 @@
 use std::process::ExitCode;
 use std::time::SystemTime;
 
+use hoop_provision::doctor::ClockError;
 use hoop_provision::install::Level;
 
 use crate::cmd::install::{EXIT_DRIFT, ManagerArg, Setup};
@@ -18,24 +19,27 @@ pub struct Args {
 
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     let setup = Setup::new(a.manager, None)?;
+    eprintln!("{}", setup.resolved.line);
     let rt = crate::cmd::runtime()?;
     let http = reqwest::Client::builder()
         .timeout(hoop_core::limits::DOCTOR_CLOCK_TIMEOUT)
         .build()?;
-    let clock = |base: &str| -> Result<SystemTime, String> {
+    let clock = |base: &str| -> Result<SystemTime, ClockError> {
         rt.block_on(async {
             let resp = http
                 .get(base.trim_end_matches('/'))
                 .send()
                 .await
-                .map_err(|e| error_chain(&e.without_url()))?;
+                .map_err(|e| ClockError::Unreachable(error_chain(&e.without_url())))?;
             let date = resp
                 .headers()
                 .get(reqwest::header::DATE)
                 .and_then(|d| d.to_str().ok())
-                .ok_or("the answer has no Date header")?;
+                .ok_or(ClockError::Unreadable(
+                    "the answer has no Date header".into(),
+                ))?;
             hoop_provision::doctor::parse_http_date(date)
-                .ok_or_else(|| format!("unreadable Date header {date:?}"))
+                .ok_or_else(|| ClockError::Unreadable(format!("unreadable Date header {date:?}")))
         })
     };
     let found = hoop_provision::doctor::doctor(&setup.ctx(), &clock, SystemTime::now());

@@ -86,7 +86,8 @@ fn install_cmd(a: InstallArgs) -> anyhow::Result<ExitCode> {
     if a.check {
         if data.is_some() {
             eprintln!(
-                "{}: hooks differ from what `hoop hooks install` makes",
+                "{}: hooks differ from what `hoop hooks install` makes; fix: run the same \
+                 command without --check",
                 path.display()
             );
             return Ok(ExitCode::from(1));

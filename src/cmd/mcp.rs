@@ -26,8 +26,8 @@ pub struct AddLineArgs {
     #[arg(long, required_unless_present = "home")]
     pub key: Option<String>,
     /// Base URL of the backend (else the home's, else a placeholder).
-    #[arg(long, env = super::backend::URL_ENV)]
-    pub backend: Option<String>,
+    #[arg(long, alias = "backend", env = super::backend::URL_ENV)]
+    pub url: Option<String>,
 }
 
 pub fn run(c: Command) -> anyhow::Result<ExitCode> {
@@ -60,7 +60,7 @@ fn add_line(a: AddLineArgs) -> anyhow::Result<ExitCode> {
         // Never echo what was given: it may be some other secret.
         bail!("not an MCP key (expected hoopmcp_ followed by letters, digits or '_')");
     }
-    let base = a.backend.or(home_base);
+    let base = a.url.or(home_base);
     let mut out = std::io::stdout().lock();
     writeln!(
         out,

@@ -23,11 +23,11 @@ pub enum Command {
 pub struct RedeemArgs {
     /// The provisioning key (`hoopprov_…`); `-` reads it from stdin, which
     /// keeps it out of the process list and the shell history.
-    #[arg(long)]
-    pub key: String,
+    #[arg(long, required_unless_present = "email")]
+    pub key: Option<String>,
     /// The home name on this machine, also the new account's username.
-    #[arg(long)]
-    pub name: String,
+    #[arg(long, alias = "name")]
+    pub home: String,
     /// A room the account joins (else the one the key names, if any).
     #[arg(long)]
     pub room: Option<i64>,
@@ -35,15 +35,22 @@ pub struct RedeemArgs {
     #[arg(long)]
     pub target_host: Option<String>,
     /// Base URL of the backend.
-    #[arg(long, env = super::backend::URL_ENV)]
-    pub backend: String,
+    #[arg(long, alias = "backend", env = super::backend::URL_ENV)]
+    pub url: String,
     /// This machine's name as recorded with the installation (default:
     /// `uname -n`).
     #[arg(long)]
     pub machine: Option<String>,
-    /// Replace an existing home's account (its config, token and key).
+    /// Replace an existing home: with a NEW account from --key (the
+    /// backend must not have an account of that name yet), or, with
+    /// --email, with the EXISTING sentinel account of that email (no key
+    /// is spent; a login with the fixed code proves it).
     #[arg(long)]
     pub force: bool,
+    /// With --force: adopt the existing sentinel account with this email
+    /// (a redeem whose home could not be written prints it).
+    #[arg(long, requires = "force", conflicts_with = "key")]
+    pub email: Option<String>,
 }
 
 pub fn run(c: Command) -> anyhow::Result<ExitCode> {
@@ -71,11 +78,12 @@ pub fn key_arg(key: &str) -> anyhow::Result<String> {
 
 fn run_redeem(a: RedeemArgs) -> anyhow::Result<ExitCode> {
     let opts = Options {
-        key: key_arg(&a.key)?,
-        name: a.name,
+        key: a.key.as_deref().map(key_arg).transpose()?,
+        email: a.email,
+        name: a.home,
         room: a.room,
         target_host: a.target_host,
-        backend: a.backend,
+        backend: a.url,
         machine: a.machine.unwrap_or_else(redeem::machine_name),
         force: a.force,
         root: hoop_core::home::root()?,
@@ -85,6 +93,9 @@ fn run_redeem(a: RedeemArgs) -> anyhow::Result<ExitCode> {
     match outcome {
         Outcome::Sentinel { home, user } => {
             out.write_all(redeem::sentinel_next_steps(&home, &user).as_bytes())?;
+        }
+        Outcome::Adopted { home, user } => {
+            out.write_all(redeem::adopted_next_steps(&home, &user).as_bytes())?;
         }
         Outcome::Reinforcement {
             home,

@@ -29,9 +29,13 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let manager = super::install::ManagerArg::resolve(args.manager);
     let uid = restart::uid();
     let root = hoop_core::home::root()?;
+    let resolved = super::install::ManagerArg::resolve(args.manager, &root);
+    if resolved.problem.is_some() {
+        eprintln!("{}", resolved.line);
+    }
+    let manager = resolved.manager;
     let opts = Options {
         now: args.now,
         canary: args.canary,

@@ -80,9 +80,9 @@ pub struct Args {
     /// The conversation id.
     #[arg(long)]
     pub room: ConversationId,
-    /// Mention a member by user id, or `everyone`. Repeatable.
-    #[arg(long = "mention", value_parser = parse_mention)]
-    pub mentions: Vec<Mention>,
+    /// Mention a member by user id or username, or `everyone`. Repeatable.
+    #[arg(long = "mention")]
+    pub mentions: Vec<String>,
     /// I have just read the unread messages one by one: skip the local unread check.
     #[arg(long)]
     pub anyway: bool,
@@ -122,6 +122,46 @@ fn parse_mention(s: &str) -> Result<Mention, String> {
         .map_err(|_| format!("{s:?} is neither a user id nor `everyone`"))
 }
 
+/// `--mention` words as mentions: an id or `everyone` as is, a username
+/// looked up among the room's members (asked only when a name is given).
+fn resolve_mentions(
+    home: &Home,
+    room: ConversationId,
+    words: &[String],
+) -> anyhow::Result<Vec<Mention>> {
+    let names: Vec<&String> = words.iter().filter(|w| parse_mention(w).is_err()).collect();
+    let members = if names.is_empty() {
+        Vec::new()
+    } else {
+        let client = Client::for_home(home).with_context(|| format!("home {:?}", home.name))?;
+        super::runtime()?
+            .block_on(client.members(room))
+            .with_context(|| format!("reading room {room}'s members to find {}", names[0]))?
+    };
+    words
+        .iter()
+        .map(|w| match parse_mention(w) {
+            Ok(m) => Ok(m),
+            Err(_) => members
+                .iter()
+                .find(|m| m.username == w.trim_start_matches('@'))
+                .map(|m| Mention::User(m.user_id))
+                .ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "--mention {w:?}: no member of room {room} is named so (members: {}); \
+                         give a member's username or id, or `everyone`",
+                        {
+                            let mut names: Vec<&str> =
+                                members.iter().map(|m| m.username.as_str()).collect();
+                            names.sort();
+                            names.join(", ")
+                        }
+                    )
+                }),
+        })
+        .collect()
+}
+
 // ---------------------------------------------------------------- the commands
 
 struct Request {
@@ -153,6 +193,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         return Ok(gated(&format!("refused, nothing sent: {e}")));
     }
     let home = Home::open(&args.home)?;
+    let mentions = resolve_mentions(&home, args.room, &args.mentions)?;
     execute(Request {
         home,
         room: args.room,
@@ -160,7 +201,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         failure: args.failure,
         payload: Payload::Text(SendMessage {
             body: text,
-            mentions: args.mentions,
+            mentions,
         }),
     })
 }

@@ -10,6 +10,9 @@ use hoop_provision::install;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
+    /// Only these homes (default: every home under the root), as `hoop
+    /// restart` takes them.
+    pub homes: Vec<String>,
     /// Print the machine-readable report (schema `hoop.status/1`).
     #[arg(long)]
     pub json: bool,
@@ -23,7 +26,27 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     use hoop_provision::status;
     let root = status::default_root()?;
     let mut report = status::gather(&root, hoop_core::clock::now_unix())?;
-    let manager = super::install::ManagerArg::resolve(args.manager);
+    if !args.homes.is_empty() {
+        let known: Vec<String> = report.homes.iter().map(|h| h.home.clone()).collect();
+        if let Some(missing) = args.homes.iter().find(|h| !known.contains(h)) {
+            anyhow::bail!(
+                "no home {missing:?} under {} (homes there: {}); fix: name one of them, or \
+                 redeem it first (`hoop provision redeem --home {missing} …`)",
+                root.display(),
+                if known.is_empty() {
+                    "none".to_string()
+                } else {
+                    known.join(", ")
+                }
+            );
+        }
+        report.homes.retain(|h| args.homes.contains(&h.home));
+    }
+    let resolved = super::install::ManagerArg::resolve(args.manager, &root);
+    if resolved.problem.is_some() {
+        eprintln!("{}", resolved.line);
+    }
+    let manager = resolved.manager;
     let uid = hoop_provision::restart::uid();
     match super::install::Setup::new(args.manager, None) {
         Ok(setup) => {

@@ -57,9 +57,29 @@ pub struct SpawnArgs {
     /// `claude` (default) or `cursor-agent`.
     #[arg(long, default_value = "claude")]
     agent: String,
+    /// Words given before `--` (only to say where they belong).
+    #[arg(hide = true)]
+    stray: Vec<String>,
     /// The prompt, or the path of a file holding it (after `--`).
-    #[arg(last = true, required = true)]
+    #[arg(last = true)]
     prompt: Vec<String>,
+}
+
+/// The prompt goes after `--`: say so with the line to run, rather than
+/// clap's bare "unexpected argument".
+fn prompt_words(a: &SpawnArgs) -> anyhow::Result<&[String]> {
+    match (a.prompt.is_empty(), a.stray.is_empty()) {
+        (false, true) => Ok(&a.prompt),
+        (_, false) => bail!(
+            "the agent's prompt goes after `--`: hoop worker spawn --home {} --card {} \
+             --title {:?} -- {}",
+            a.home,
+            a.card,
+            a.title,
+            a.stray.join(" ")
+        ),
+        (true, true) => bail!("no prompt: add `-- <the prompt, or a file holding it>`"),
+    }
 }
 
 pub fn run(c: Command) -> anyhow::Result<ExitCode> {
@@ -91,7 +111,7 @@ fn read_prompt(words: &[String]) -> anyhow::Result<String> {
 async fn spawn(a: SpawnArgs) -> anyhow::Result<ExitCode> {
     let agent = AgentKind::parse(&a.agent)
         .ok_or_else(|| anyhow!("--agent is `claude` or `cursor-agent`, not {:?}", a.agent))?;
-    let prompt = read_prompt(&a.prompt)?;
+    let prompt = read_prompt(prompt_words(&a)?)?;
     let home = Home::open(&a.home)?;
     let cfg = SentinelConfig::load(&home.dir())?;
     let client = client_for(&home)?;

@@ -48,6 +48,21 @@ fn the_demo_shows_one_message_answered_live_and_cleans_up() {
     ] {
         assert!(stdout.contains(needle), "missing {needle:?} in:\n{stdout}");
     }
+    // The card line shows the turn's real cost, never a 0/0/0 read before
+    // the sentinel reported it.
+    let card = stdout
+        .lines()
+        .find(|l| l.contains(" card ") && l.contains("tokens in/cached/out = "))
+        .unwrap_or_else(|| panic!("no card line with figures in:\n{stdout}"));
+    let figures: Vec<u64> = card
+        .rsplit_once("tokens in/cached/out = ")
+        .unwrap()
+        .1
+        .split('/')
+        .map(|n| n.trim().parse().unwrap())
+        .collect();
+    assert_eq!(figures.len(), 3, "{card}");
+    assert!(figures[0] > 0 && figures[2] > 0, "{card}");
     let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().collect();
     assert!(left.is_empty(), "the demo left files behind: {left:?}");
 }

@@ -700,7 +700,7 @@ fn cursor_install_merges_hooks_json_v1() {
     assert_eq!(shell[0], json!({"command": "./hooks/audit.sh"}));
     assert_eq!(
         shell[1],
-        json!({"command": "/usr/local/bin/hoop guard act --cursor"})
+        json!({"command": "/usr/local/bin/hoop guard act --cursor", "timeout": 10})
     );
     assert_eq!(
         v["hooks"]["beforeMCPExecution"][0]["command"],

@@ -9,6 +9,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+mod first_day;
+mod machines;
 #[path = "../support/unit_exec.rs"]
 mod unit_exec;
 use unit_exec::exec_words;
@@ -69,19 +71,52 @@ impl Machine {
         )
         .unwrap();
     }
-    fn hoop(&self, args: &[&str]) -> Out {
-        let out = Command::new(HOOP)
-            .args(args)
+    /// `hoop ARGS` in this machine's environment (nothing inherited).
+    fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(HOOP);
+        c.args(args)
             .env_clear()
             .env("HOME", self.home())
             .env("HOOP_ROOT", self.root())
-            .env("PATH", format!("{}:/usr/bin:/bin", self.tools().display()))
-            .output()
-            .unwrap();
-        Out {
-            code: out.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+            .env("PATH", format!("{}:/usr/bin:/bin", self.tools().display()));
+        c
+    }
+    fn hoop(&self, args: &[&str]) -> Out {
+        run(self.cmd(args))
+    }
+}
+
+/// How long one `hoop` command of this suite may take: a regression that
+/// hangs (a sentinel that never exits) fails the test instead of the suite.
+const COMMAND_BOUND: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Run `c` to its end, bounded by [`COMMAND_BOUND`]: past it the process is
+/// killed and the test fails with what it printed.
+fn run(mut c: Command) -> Out {
+    c.stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let child = c.spawn().expect("hoop starts");
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(COMMAND_BOUND) {
+        Ok(out) => {
+            let out = out.unwrap();
+            Out {
+                code: out.status.code().unwrap_or(-1),
+                stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+                stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+            }
+        }
+        Err(_) => {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid as i32),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+            panic!("{c:?} did not exit within {COMMAND_BOUND:?}");
         }
     }
 }
@@ -313,17 +348,17 @@ fn doctor_names_each_problem_with_its_fix_and_passes_once_they_are_fixed() {
     for (line, fix) in [
         (
             format!(
-                "error   secret {}: readable by others (mode 644)",
+                "error   [bolt] secret {}: readable by others (mode 644)",
                 token.display()
             ),
             format!("fix: chmod 600 {}", token.display()),
         ),
         (
             format!(
-                "error   unit {}: its PATH does not reach `/nonexistent/claude`",
+                "error   [nova] unit {}: its PATH does not reach `/nonexistent/claude`",
                 unit.display()
             ),
-            "fix: install it, then run `hoop install --apply`".to_string(),
+            "fix: install it, then run `hoop install --apply --path-from-shell`".to_string(),
         ),
         (
             format!("warning guard {}: act_guard is disarmed", rules.display()),
@@ -331,14 +366,17 @@ fn doctor_names_each_problem_with_its_fix_and_passes_once_they_are_fixed() {
         ),
         (
             format!(
-                "error   config {}: missing",
+                "error   [lost] config {}: missing",
                 lost.join("config.json").display()
             ),
             "fix: redeem the home".to_string(),
         ),
         (
-            "warning clock http://127.0.0.1:9: could not read the backend's clock".to_string(),
-            "fix: check that the backend is reachable".to_string(),
+            "error   [nova] backend http://127.0.0.1:9: unreachable (".to_string(),
+            format!(
+                "fix: start the backend or fix base_url in {}",
+                m.root().join("nova/config.json").display()
+            ),
         ),
     ] {
         let at = out
@@ -372,23 +410,52 @@ fn doctor_names_each_problem_with_its_fix_and_passes_once_they_are_fixed() {
         out.stdout
     );
 
-    // Fix everything but the unreachable backend and the test binary's
-    // build directory (two warnings).
+    // Fix everything but the unreachable backend (an error: nova's
+    // sentinel cannot log in) and the test binary's build directory (a
+    // warning, when it is one: `…/target/debug/hoop`, not a
+    // CARGO_TARGET_DIR of another name).
+    let in_build_dir = {
+        let p = std::fs::canonicalize(HOOP).unwrap();
+        let parts: Vec<_> = p.components().map(|c| c.as_os_str().to_owned()).collect();
+        parts
+            .windows(2)
+            .any(|w| w[0] == "target" && (w[1] == "debug" || w[1] == "release"))
+    };
+    let warnings = usize::from(in_build_dir);
     std::fs::write(&unit, text).unwrap();
     chmod(&token, 0o600);
     std::fs::write(&rules, "all\n").unwrap();
     std::fs::remove_file(&sentinel).unwrap();
     std::fs::remove_dir_all(&lost).unwrap();
     let out = m.hoop(&["doctor", "--manager", "none"]);
-    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
     assert!(
-        out.stdout.contains("0 error(s), 2 warning(s)"),
+        out.stdout
+            .contains(&format!("1 error(s), {warnings} warning(s)")),
         "{}",
         out.stdout
     );
+    // Point nova at the live backend: no error left.
+    std::fs::write(
+        m.root().join("nova/config.json"),
+        format!(
+            r#"{{"base_url":"{}","email":"a@example.com"}}"#,
+            backend.base_url()
+        ),
+    )
+    .unwrap();
+    let out = m.hoop(&["doctor", "--manager", "none"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
     assert!(
         out.stdout
+            .contains(&format!("0 error(s), {warnings} warning(s)")),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(
+        out.stdout
             .contains("the hoop binary lives in a build directory"),
+        in_build_dir,
         "{}",
         out.stdout
     );

@@ -4,11 +4,13 @@
 //! and the model stand-in (the sentinel suite's harness), real flocks.
 
 mod completions;
+mod errors;
 mod fleet;
 #[path = "../sentinel/harness.rs"]
 mod harness;
 mod logs;
 mod machine;
+mod names;
 mod restart;
 mod status;
 #[path = "../support/unit_exec.rs"]

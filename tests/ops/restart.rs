@@ -141,12 +141,18 @@ impl Runner for StandinManager {
             .lock()
             .unwrap()
             .push((call.clone(), turn_running));
-        if call.program == "launchctl" && call.args.first().map(String::as_str) == Some("kickstart")
-        {
+        let restart = match call.program.as_str() {
+            "launchctl" => call.args.first().map(String::as_str) == Some("kickstart"),
+            "systemctl" => call.args.get(1).map(String::as_str) == Some("restart"),
+            _ => false,
+        };
+        if restart {
             self.stop();
             let new = self.spawn();
             *self.child.lock().unwrap() = Some(new);
         }
+        // journalctl answers nothing: the journal of a system-UID account
+        // on an older systemd, or a volatile journald.
         Ok(CallOutput {
             code: Some(0),
             ..CallOutput::default()
@@ -284,4 +290,115 @@ async fn restart_waits_for_the_turn_and_the_new_process_and_loses_nothing() {
     );
     // Nothing is left to answer: the new daemon's first round had no turn.
     assert_eq!(log.matches("🧠 turn started").count(), 1, "{log}");
+}
+
+/// Under systemd the journal may hold nothing for the unit (issue 22 item
+/// 3): the restart sees the new process through its own status file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_systemd_restart_with_an_empty_journal_reads_the_status_file() {
+    let w = World::new(Opts::default()).await;
+    let mgr = StandinManager::start(w.root.path(), &w.home);
+    mgr.wait_log_count("🔌 WS connected", 1).await;
+    let old_pid = mgr.pid();
+    let (root, m) = (w.root.path().to_path_buf(), mgr.clone());
+    let results = tokio::task::spawn_blocking(move || {
+        let opts = Options {
+            come_up: WAIT,
+            poll: Duration::from_millis(100),
+            ..Options::new(Manager::Systemd, restart::uid())
+        };
+        restart::run(&root, &[HOME_NAME.to_string()], &opts, &*m, &mut |_| {})
+    })
+    .await
+    .unwrap();
+    let new_pid = mgr.pid();
+    assert_eq!(
+        results,
+        [(
+            HOME_NAME.to_string(),
+            Outcome::Restarted {
+                old_pid: Some(old_pid),
+                new_pid
+            }
+        )],
+        "{}",
+        mgr.log_text()
+    );
+    let calls: Vec<String> = mgr
+        .calls
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(c, _)| c.to_string())
+        .collect();
+    assert_eq!(
+        calls.first().map(String::as_str),
+        Some(format!("systemctl --user restart hoop-sentinel@{HOME_NAME}.service").as_str())
+    );
+    // Whatever else was asked was the journal, which answered nothing.
+    assert!(
+        calls[1..]
+            .iter()
+            .all(|c| c.starts_with("journalctl --user --unit")),
+        "{calls:?}"
+    );
+}
+
+/// A canary whose session is due a cold-start compaction longer than the
+/// round wait is still restarted: the wait for its first round starts
+/// when the compaction's end line is logged (issue 22 item 8).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_canary_waits_for_its_cold_start_compaction_before_its_first_round() {
+    let w = World::new(Opts::default()).await;
+    let big = hoop_standin::Usage {
+        input_tokens: 50_000,
+        cache_creation_input_tokens: 0,
+        cache_read_input_tokens: 400_000,
+        output_tokens: 10,
+    };
+    // First life: one answered message, every API call reporting 450k.
+    w.standin.set_usage(hoop_standin::UsageScript::Fixed(big));
+    let mgr = StandinManager::start(w.root.path(), &w.home);
+    mgr.wait_log_count("🔌 WS connected", 1).await;
+    w.standin.push(Reply::bash(w.say_cmd("first"), "ok"));
+    w.post("@bolt first", false).await;
+    mgr.wait_log_count("🧠 turn finished", 1).await;
+    w.standin.set_usage(hoop_standin::UsageScript::Honest);
+    std::fs::write(w.home.switch_path("autocompact_auto_off"), "by hand\n").unwrap();
+    // The new process's /compact takes longer than the round wait.
+    let round_wait = Duration::from_secs(3);
+    w.standin
+        .push(Reply::Summary("SUMMARY".into()).delayed(round_wait * 3));
+    let (root, m) = (w.root.path().to_path_buf(), mgr.clone());
+    let (results, said) = tokio::task::spawn_blocking(move || {
+        let opts = Options {
+            canary: true,
+            come_up: WAIT,
+            round_wait,
+            compaction_wait: Some(WAIT),
+            poll: Duration::from_millis(100),
+            ..Options::new(Manager::Launchd, restart::uid())
+        };
+        let mut said = vec![];
+        let r = restart::run(&root, &[HOME_NAME.to_string()], &opts, &*m, &mut |l| {
+            said.push(l.to_string())
+        });
+        (r, said)
+    })
+    .await
+    .unwrap();
+    assert!(
+        matches!(results[0].1, Outcome::Restarted { .. }),
+        "{results:?} {said:?}\n{}",
+        mgr.log_text()
+    );
+    assert!(
+        said.contains(&format!(
+            "{HOME_NAME}: canary compacting its session before its first round (up to {} s)",
+            WAIT.as_secs()
+        )),
+        "{said:?}"
+    );
+    let log = mgr.log_text();
+    assert!(log.contains(restart::COMPACTION_FINISHED), "{log}");
 }

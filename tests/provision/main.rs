@@ -13,6 +13,8 @@ use hoop_api::admin::{AdminClient, CreateProvisionKey, FaultPoint, ProvisionKind
 use hoop_core::home::{Home, HomeConfig};
 use hoop_refbackend::{Config, Running};
 
+mod first_day;
+
 struct World {
     backend: Running,
     admin: AdminClient,
