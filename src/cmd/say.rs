@@ -7,12 +7,14 @@
 //! (by the sentinel's instructions, a `hoop say` refusal or `hoop read`). It
 //! never moves past a message nobody showed. Precisely:
 //! - Before a normal send, the room is read back from the newest message
-//!   until the watermark (at most [`SAY_READ_PAGES`] pages). Messages newer
-//!   than the watermark and not the account's own are unread. Unread ones
-//!   (without `--anyway`) are printed oldest first, at most
-//!   [`SAY_GAP_WINDOW`] of them; the watermark moves to the newest printed
-//!   one (to the newest message when all were printed), the rest is named
-//!   with the `hoop read` command that shows it, and nothing is sent
+//!   until the watermark — in a room without one, until its start — at
+//!   most [`SAY_READ_PAGES`] pages. Messages newer than the watermark and
+//!   not the account's own are unread. Unread ones (without `--anyway`) are
+//!   printed oldest first, at most [`SAY_GAP_WINDOW`] of them; the
+//!   watermark moves to the newest printed one (to the newest message when
+//!   all were printed; not at all when the read gave up before the
+//!   watermark, and the printout names the `--before` read), the rest is
+//!   named with the `hoop read` command that shows it, and nothing is sent
 //!   (exit 2).
 //! - The send goes to production's REST text route, which runs no content
 //!   gate and no gap check: this command's own `core::gates` (markdown, cap,
@@ -23,9 +25,11 @@
 //!   Should a backend refuse with `gap` anyway, the room is read again and
 //!   shown the same way, exit 2.
 //! - After a successful normal send the watermark moves to the newest
-//!   message shown before it (never past a message nobody showed).
+//!   message read before it (never past a message nobody showed).
 //! - `--anyway` ("I have just read them one by one") skips the local unread
-//!   check.
+//!   check, and only that: the watermark does not move over the unread
+//!   messages it skipped, so they stay work for the sentinel and the next
+//!   plain `hoop say` prints them.
 //! - `--failure` sends a failure report (its body begins with a failure
 //!   mark, no message kind is relied on): no gap check, no markdown gate (the
 //!   cap and the empty check still apply), a rate limit is waited out (up to
@@ -83,7 +87,8 @@ pub struct Args {
     /// Mention a member by user id, or `everyone`. Repeatable.
     #[arg(long = "mention", value_parser = parse_mention)]
     pub mentions: Vec<Mention>,
-    /// I have just read the unread messages one by one: skip the local unread check.
+    /// I have just read the unread messages one by one: skip the local unread
+    /// check (the messages it skips stay unread: they are offered again).
     #[arg(long)]
     pub anyway: bool,
     /// This is a failure report: no gap check, no markdown gate.
