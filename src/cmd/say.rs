@@ -40,6 +40,12 @@
 //!   checked for it (a send whose answer was lost is not sent twice). When
 //!   it still cannot be reached the command says that nothing was sent.
 //!
+//! A send that posted nothing and printed nothing to read first (the
+//! backend unreachable, a refusal by a gate or the backend, the rate limit)
+//! is recorded in the home's `failed_sends.json` (`hoop_sentinel::ledger`):
+//! the sentinel then knows the reply FAILED — the room's work is offered
+//! again after its backoff — rather than that the agent chose silence.
+//!
 //! The watermark never moves backwards. Exit codes: 0 sent; 2 unread
 //! messages printed or a gate refused (markdown, cap, empty, rate limit);
 //! 1 any other error (the backend unreachable: nothing was sent).
@@ -60,6 +66,7 @@ use hoop_api::{Client, Error as ApiError};
 use hoop_core::gates::{self, SendKind};
 use hoop_core::home::Home;
 use hoop_core::limits::REST_BODY_CAP_BYTES;
+use hoop_sentinel::ledger::{FAILED_SENDS_FILE, FailedSends};
 
 /// Exit code: unread messages were printed, or a gate refused.
 pub const EXIT_GATED: u8 = 2;
@@ -155,7 +162,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         SendKind::Normal
     };
     if let Err(e) = gates::check_body(&text, kind) {
-        return Ok(gated(&format!("refused, nothing sent: {e}")));
+        let why = format!("refused, nothing sent: {e}");
+        if !args.failure {
+            note_failed(&args.home, args.room, &why);
+        }
+        return Ok(gated(&why));
     }
     let home = Home::open(&args.home)?;
     execute(Request {
@@ -174,7 +185,9 @@ pub fn run_image(args: ImageArgs) -> anyhow::Result<ExitCode> {
     if !args.caption.is_empty()
         && let Err(e) = gates::check_body(&args.caption, SendKind::Normal)
     {
-        return Ok(gated(&format!("caption refused, nothing sent: {e}")));
+        let why = format!("caption refused, nothing sent: {e}");
+        note_failed(&args.home, args.room, &why);
+        return Ok(gated(&why));
     }
     let Some(mime) = image_mime(&args.file) else {
         bail!(
@@ -186,9 +199,11 @@ pub fn run_image(args: ImageArgs) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("reading {}", args.file.display()))?
         .len();
     if len as usize > MAX_IMAGE_BYTES {
-        return Ok(gated(&format!(
+        let why = format!(
             "refused, nothing sent: the image is {len} bytes; the cap is {MAX_IMAGE_BYTES}"
-        )));
+        );
+        note_failed(&args.home, args.room, &why);
+        return Ok(gated(&why));
     }
     let data =
         std::fs::read(&args.file).with_context(|| format!("reading {}", args.file.display()))?;
@@ -200,6 +215,18 @@ pub fn run_image(args: ImageArgs) -> anyhow::Result<ExitCode> {
         failure: false,
         payload: Payload::Image(image_message(&data, mime, &args.caption)),
     })
+}
+
+/// Record in the home that a reply into `room` failed (the sentinel then
+/// offers the room's work again after its backoff, instead of taking the
+/// silence for a choice). Best effort: the refusal itself is what the
+/// sender reads.
+fn note_failed(home: &str, room: ConversationId, why: &str) {
+    let Ok(home) = Home::open(home) else { return };
+    let path = home.dir().join(FAILED_SENDS_FILE);
+    if let Err(e) = FailedSends::record(&path, room, why, hoop_core::clock::now_unix()) {
+        tracing::warn!(path = %path.display(), error = %e, "could not record the failed send");
+    }
 }
 
 fn gated(msg: &str) -> ExitCode {
@@ -227,6 +254,14 @@ fn execute(req: Request) -> anyhow::Result<ExitCode> {
         };
         Ok::<_, anyhow::Error>(send::send(&client, &r, &req.home.say_seen_path()).await?)
     })?;
+    if !req.failure && outcome.is_failure() {
+        let why = match &outcome {
+            Sent::Gated { reason, .. } => reason.clone(),
+            Sent::Unreachable(e) => format!("the backend could not be reached: {e}"),
+            Sent::Ok(_) => String::new(),
+        };
+        note_failed(&req.home.name, req.room, &why);
+    }
     Ok(match outcome {
         Sent::Ok(m) => {
             println!("sent #{} to room {}", m.id, m.conversation_id);
