@@ -27,11 +27,16 @@ async fn answers_a_mention_and_commits_the_cursor_after_the_turn() {
     let log = d.log_text();
     let rocket = log.lines().find(|l| l.contains("🚀")).unwrap();
     assert!(rocket.contains(HOME_NAME), "{rocket}");
-    // No override and no task.md: the field says exactly that (an override
-    // would add `*`, a task `+task`).
+    // No override and no task.md: each shipped part with the hash of its
+    // file (an override would add `*` and its own hash, a task `+task@…`).
     assert_eq!(
         field(rocket, "prompts"),
-        "core,workroom,multi_ai",
+        format!(
+            "core@{},workroom@{},multi_ai@{}",
+            shipped_hash("core.md"),
+            shipped_hash("workroom.md"),
+            shipped_hash("multi_ai.md")
+        ),
         "{rocket}"
     );
     assert_eq!(field(rocket, "cold_compact"), "400000", "{rocket}");
@@ -291,6 +296,18 @@ async fn a_busy_turn_lock_retries_the_round() {
     .await;
 }
 
+/// The first 8 hex digits of the SHA-256 of `text`.
+fn hash8(text: &str) -> String {
+    use sha2::{Digest, Sha256};
+    hex::encode(Sha256::digest(text.as_bytes()))[..8].to_string()
+}
+
+/// [`hash8`] of a prompt part as shipped in `sentinel/prompts/`.
+fn shipped_hash(file: &str) -> String {
+    let path = format!("{}/sentinel/prompts/{file}", env!("CARGO_MANIFEST_DIR"));
+    hash8(&std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}")))
+}
+
 /// The value of `name=` in a log line (up to the next space).
 fn field<'a>(line: &'a str, name: &str) -> &'a str {
     let key = format!(" {name}=");
@@ -536,7 +553,13 @@ async fn home_prompt_overrides_and_task_reach_the_preamble_and_heartbeats_flow()
     let rocket = log.lines().find(|l| l.contains("🚀")).unwrap();
     assert_eq!(
         field(rocket, "prompts"),
-        "core*,workroom,multi_ai+task",
+        format!(
+            "core*@{},workroom@{},multi_ai@{}+task@{}",
+            hash8("CORE-OVERRIDE-MARK"),
+            shipped_hash("workroom.md"),
+            shipped_hash("multi_ai.md"),
+            hash8("TASK-MARK: watch the nightly build")
+        ),
         "{rocket}"
     );
     w.post("@bolt hi", false).await;
