@@ -2,6 +2,7 @@
 //! child process, the real `claude` CLI (HOOP_CLAUDE_BIN) pointed at the
 //! model stand-in, and the reference backend on loopback.
 
+mod fates;
 mod harness;
 mod proxy;
 mod reliability;
