@@ -15,6 +15,9 @@ use hoop_standin::work::{answered_ids, passed_ids};
 
 use crate::harness::*;
 
+/// What the --anyway send says.
+const ANYWAY_TEXT: &str = "status: I am on it";
+
 /// Post `body` into `room` as `sender`, with structured `mentions`.
 async fn post_in(
     w: &World,
@@ -200,8 +203,7 @@ async fn three_rooms_two_kills_every_message_answered_or_passed_once() {
     for q in ["one more: the logs?", "and the alerts?", "who is on call?"] {
         later.push(post_in(&w, b, &w.human, q, vec![]).await);
     }
-    let anyway = tokio::time::timeout(
-        WAIT,
+    let anyway = run_bounded(
         tokio::process::Command::new(env!("CARGO_BIN_EXE_hoop"))
             .args([
                 "say",
@@ -210,16 +212,12 @@ async fn three_rooms_two_kills_every_message_answered_or_passed_once() {
                 "--room",
                 &b.to_string(),
                 "--anyway",
-                "status: I am on it",
+                ANYWAY_TEXT,
             ])
             .env(hoop_core::home::ROOT_ENV, w.root.path())
-            .env("HOOP_LOG", "warn")
-            .kill_on_drop(true)
-            .output(),
+            .env("HOOP_LOG", "warn"),
     )
-    .await
-    .expect("hoop say finishes in time")
-    .unwrap();
+    .await;
     assert!(
         anyway.status.success(),
         "{}",
@@ -275,13 +273,15 @@ async fn three_rooms_two_kills_every_message_answered_or_passed_once() {
         "nothing posted in the multi-AI room (no 'not for me'): {mc:#?}"
     );
     // No note in any room: nothing failed, and silence is not a failure.
+    // Everything the account posted is an answer or the --anyway send.
     for (name, msgs) in [("a", &ma), ("b", &mb), ("c", &mc)] {
-        assert!(
-            !msgs
-                .iter()
-                .any(|m| m.sender_id == w.agent.id && hoop_core::gates::is_failure_report(&m.body)),
-            "a failure note in room {name}: {msgs:#?}"
-        );
+        for m in msgs.iter().filter(|m| m.sender_id == w.agent.id) {
+            assert!(
+                m.body.starts_with("answer to ") || m.body == ANYWAY_TEXT,
+                "room {name}: the account posted {:?}: {msgs:#?}",
+                m.body
+            );
+        }
     }
     let logs = w.all_logs();
     assert!(!logs.contains("every room waits"), "{logs}");

@@ -484,6 +484,22 @@ impl Drop for Daemon {
     }
 }
 
+/// Run a command to its end within [`WAIT`] (killed and a panic past it:
+/// a regression that hangs fails the suite instead of hanging it).
+pub async fn run_bounded(cmd: &mut tokio::process::Command) -> std::process::Output {
+    let child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("the command starts");
+    tokio::time::timeout(WAIT, child.wait_with_output())
+        .await
+        .unwrap_or_else(|_| panic!("{cmd:?} did not finish within {WAIT:?}"))
+        .expect("its output is read")
+}
+
 /// Poll an async condition until it holds (panics with `what` on timeout).
 pub async fn until<F, Fut>(what: &str, mut f: F)
 where
