@@ -334,6 +334,15 @@ impl World {
             .collect()
     }
 
+    /// The bodies of the agent's messages, oldest first.
+    pub async fn agent_bodies(&self) -> Vec<String> {
+        self.agent_messages()
+            .await
+            .into_iter()
+            .map(|m| m.body)
+            .collect()
+    }
+
     pub fn cursor(&self) -> Option<i64> {
         let text = std::fs::read_to_string(self.home.cursors_path()).ok()?;
         let v: Value = serde_json::from_str(&text).ok()?;

@@ -183,12 +183,7 @@ async fn failures_back_off_and_only_the_second_posts_the_note() {
     })
     .await;
     // Exactly one note, on the second failure, then the answer.
-    let mine: Vec<String> = w
-        .agent_messages()
-        .await
-        .into_iter()
-        .map(|m| m.body)
-        .collect();
+    let mine = w.agent_bodies().await;
     assert_eq!(
         mine,
         vec![
@@ -659,12 +654,7 @@ async fn a_turn_that_runs_out_of_time_is_a_failure_not_a_death() {
     .await;
     let log = d.log_text();
     assert!(log.contains("class=Timeout"), "{log}");
-    let mine: Vec<String> = w
-        .agent_messages()
-        .await
-        .into_iter()
-        .map(|m| m.body)
-        .collect();
+    let mine = w.agent_bodies().await;
     assert_eq!(
         mine,
         vec!["on time now".to_string()],
