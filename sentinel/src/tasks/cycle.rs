@@ -368,7 +368,7 @@ pub async fn run<A: Agent>(
                 if let Some(b) = patrols {
                     tracing::info!(
                         secs = b.as_secs_f64(),
-                        "patrols wait out the backoff; rooms go on"
+                        "patrol rounds wait out the backoff; message rounds go on"
                     );
                     patrols_not_before = Some(Instant::now() + b);
                 }
