@@ -1,6 +1,6 @@
 //! Report, the round's last stage: each event of a message's life goes to
 //! the log, the account's usage to the backend, and the failure note (per
-//! room) or the obituary into the rooms. Also the usage helpers a patrol
+//! room) or the obituary into the rooms. Also the usage functions a patrol
 //! round shares.
 
 use std::time::Instant;
