@@ -414,6 +414,14 @@ async fn wait_for_signal() -> &'static str {
 mod tests {
     use super::*;
 
+    /// Every wait is bounded: a watcher that misses an ended task fails
+    /// here instead of hanging the suite.
+    async fn bounded<F: std::future::Future>(f: F) -> F::Output {
+        tokio::time::timeout(Duration::from_secs(10), f)
+            .await
+            .expect("supervise returned within its bound")
+    }
+
     fn names_of(
         set: &mut tokio::task::JoinSet<()>,
         tasks: Vec<(&'static str, Task)>,
@@ -431,13 +439,14 @@ mod tests {
     async fn an_essential_task_that_ends_takes_the_daemon_down() {
         let forever = || -> Task { Box::pin(std::future::pending()) };
         let never = std::future::pending::<&'static str>;
+
         // (tasks, want, why)
         let mut set = tokio::task::JoinSet::new();
         let names = names_of(
             &mut set,
             vec![("ws", forever()), ("cycle", Box::pin(async {}))],
         );
-        let got = supervise(&mut set, &names, never()).await;
+        let got = bounded(supervise(&mut set, &names, never())).await;
         assert!(
             matches!(&got, Err(DaemonError::TaskEnded { task: "cycle", how }) if how == "ended"),
             "{got:?}"
@@ -456,7 +465,7 @@ mod tests {
                 ("ws", forever()),
             ],
         );
-        let got = supervise(&mut set, &names, never()).await;
+        let got = bounded(supervise(&mut set, &names, never())).await;
         assert!(
             matches!(&got, Err(DaemonError::TaskEnded { task: "heartbeat", how }) if how == "panicked"),
             "{got:?}"
@@ -464,7 +473,7 @@ mod tests {
 
         let mut set = tokio::task::JoinSet::new();
         let names = names_of(&mut set, vec![("ws", forever()), ("cycle", forever())]);
-        let got = supervise(&mut set, &names, async { "SIGTERM" }).await;
+        let got = bounded(supervise(&mut set, &names, async { "SIGTERM" })).await;
         assert_eq!(got.ok(), Some("SIGTERM"));
 
         let mut set = tokio::task::JoinSet::new();
