@@ -45,6 +45,8 @@ enum Command {
     SendImage(cmd::say::ImageArgs),
     /// Show a room's unread messages (or older history) to the home's account.
     Read(cmd::read::Args),
+    /// Leave messages unanswered on purpose: recorded in the home, never posted.
+    Pass(cmd::pass::Args),
     /// Merge hoop's hook entries into Claude Code / Cursor settings.
     #[command(subcommand)]
     Hooks(cmd::hooks::Command),
@@ -130,6 +132,7 @@ fn main() -> ExitCode {
         Command::Say(a) => cmd::say::run(a),
         Command::SendImage(a) => cmd::say::run_image(a),
         Command::Read(a) => cmd::read::run(a),
+        Command::Pass(a) => cmd::pass::run(a),
         Command::Hooks(c) => cmd::hooks::run(c),
         Command::Usage(a) => cmd::usage::run(a),
         Command::Status(a) => cmd::status::run(a),

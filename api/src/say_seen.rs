@@ -4,15 +4,20 @@
 //! shows messages to the agent (the `hoop say` gate itself, the sentinel
 //! when it hands messages to a turn) advances it.
 //!
-//! It only moves forward. Several processes of one home may advance it at
-//! once: every advance re-reads the file and writes the merge atomically, so
-//! the worst a race can do is lose one advance, which shows a message again
-//! (the safe direction) — never hide one.
+//! This module is the file's one owner: the daemon (what a turn's prompt
+//! showed), `hoop say` and `hoop read` (what they printed) all move it
+//! through [`SaySeen::advance_file`] / [`SaySeen::advance_all`], which
+//! re-read it and write the merge atomically under the `flock` beside it
+//! (`say_seen.json.lock`, `hoop_core::fsutil::with_lock_beside`), so no
+//! writer loses another's advance. It only moves forward. A file that
+//! cannot be parsed reads as empty (every message unread: the safe
+//! direction), with a warning, for every reader alike; the next advance
+//! replaces it.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use hoop_core::fsutil::{WriteOptions, write_json_atomic};
+use hoop_core::fsutil::{WriteOptions, with_lock_beside, write_json_atomic};
 
 use crate::types::{ConversationId, MessageId};
 
@@ -50,14 +55,27 @@ impl SaySeen {
         write_json_atomic(path, &self.0, WriteOptions::default())
     }
 
-    /// Re-read `path`, advance `room` to `to`, write it back atomically.
+    /// Under the lock beside `path`: re-read it, advance `room` to `to`,
+    /// write it back atomically.
     pub fn advance_file(path: &Path, room: ConversationId, to: MessageId) -> std::io::Result<()> {
-        let mut seen = SaySeen::load(path);
-        if seen.get(room).is_some_and(|w| w >= to) {
-            return Ok(());
-        }
-        seen.advance(room, to);
-        seen.save(path)
+        SaySeen::advance_all(path, &[(room, to)])
+    }
+
+    /// [`SaySeen::advance_file`] for several rooms in one write.
+    pub fn advance_all(path: &Path, marks: &[(ConversationId, MessageId)]) -> std::io::Result<()> {
+        with_lock_beside(path, || {
+            let mut seen = SaySeen::load(path);
+            if marks
+                .iter()
+                .all(|(room, to)| seen.get(*room).is_some_and(|w| w >= *to))
+            {
+                return Ok(());
+            }
+            for (room, to) in marks {
+                seen.advance(*room, *to);
+            }
+            seen.save(path)
+        })
     }
 }
 
@@ -79,5 +97,11 @@ mod tests {
         assert_eq!(raw, serde_json::json!({"5": 10, "6": 1}));
         std::fs::write(&p, "garbage").unwrap();
         assert_eq!(SaySeen::load(&p), SaySeen::default());
+        // A bad file is replaced by the next advance (everything else reads
+        // as unread, the safe direction).
+        SaySeen::advance_all(&p, &[(5, 3), (6, 4)]).unwrap();
+        let back = SaySeen::load(&p);
+        assert_eq!((back.get(5), back.get(6)), (Some(3), Some(4)));
+        assert!(p.with_file_name("say_seen.json.lock").exists());
     }
 }

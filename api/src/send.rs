@@ -6,16 +6,25 @@
 //! MCP client of a key.
 //!
 //! The watermark says up to where a room's messages were SHOWN to this
-//! account; it never moves past a message nobody showed:
+//! account; it moves only over messages that were printed (remember, then
+//! print), `anyway` included:
 //! - before a normal send, the room is read back from the newest message
-//!   until the watermark (at most [`SAY_READ_PAGES`] pages); unread ones
-//!   (others' messages newer than the watermark), unless `anyway`, are
-//!   rendered oldest first, at most [`SAY_GAP_WINDOW`], the watermark moves
-//!   to the newest rendered one, the rest is named with the command that
-//!   shows it, and nothing is sent ([`Sent::Gated`]);
+//!   until the watermark — or, in a room without one, until the start of
+//!   the room — at most [`SAY_READ_PAGES`] pages; unread ones (others'
+//!   messages newer than the watermark), unless `anyway`, are rendered
+//!   oldest first, at most [`SAY_GAP_WINDOW`], the watermark moves to the
+//!   newest rendered one (only when the read reached the watermark or the
+//!   start: otherwise older unread messages may lie below everything read,
+//!   and the printout names the `--before` command that reads them), the
+//!   rest is named with the command that shows it, and nothing is sent
+//!   ([`Sent::Gated`]);
 //! - after a successful normal send the watermark moves to the newest
-//!   message shown before it (not to the sent one: the read and the send
-//!   are two calls, something may land between them);
+//!   message read before it (not to the sent one: the read and the send
+//!   are two calls, something may land between them) — only when nothing
+//!   unread was skipped: after an `anyway` send over unread messages, or a
+//!   read that gave up before the watermark, it stays where it was, so the
+//!   skipped messages are still work for the sentinel and shown again by
+//!   the next refusal or `hoop read`;
 //! - a failure report (body begins with a failure mark) has no gap check
 //!   and no markdown gate and leaves the watermark alone;
 //! - an unreachable backend is tried [`SAY_TRANSPORT_TRIES`] times; before
@@ -228,7 +237,11 @@ pub fn unread_part(
     let more = unread.len().saturating_sub(max);
     unread.truncate(max);
     let newest = newest_first.first().map(|m| m.id);
-    let mark = if more == 0 {
+    // A read that stopped before the watermark may have unread messages
+    // below everything it read: no mark may cover them.
+    let mark = if !reached {
+        None
+    } else if more == 0 {
         newest
     } else {
         unread.last().map(|m| m.id)
@@ -247,8 +260,14 @@ pub fn unread_part(
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum GapVerdict {
     /// Send, expecting this newest id ([`EMPTY_ROOM`] when the room had no
-    /// message: ids are positive, so any message at all is newer).
-    Clear { expect_latest_id: MessageId },
+    /// message: ids are positive, so any message at all is newer). After
+    /// the send the watermark moves to `mark` — `None` when something
+    /// unread was skipped (`anyway`, or a read that gave up before the
+    /// watermark): nothing unprinted is ever covered.
+    Clear {
+        expect_latest_id: MessageId,
+        mark: Option<MessageId>,
+    },
     /// Show these and do not send.
     Unread(Unread),
 }
@@ -271,6 +290,7 @@ pub fn gap_verdict(
     if u.shown.is_empty() || anyway {
         return GapVerdict::Clear {
             expect_latest_id: newest_first.first().map_or(EMPTY_ROOM, |m| m.id),
+            mark: if u.shown.is_empty() { u.mark } else { None },
         };
     }
     GapVerdict::Unread(u)
@@ -278,21 +298,14 @@ pub fn gap_verdict(
 
 /// Read a room back from its newest message until the watermark, the start
 /// of the room, or [`SAY_READ_PAGES`] pages. Returns the messages newest
-/// first and whether the watermark (or the start) was reached. With no
-/// watermark only the newest page is read (it counts as reached: the room
-/// was never shown, its newest messages are what matters).
+/// first and whether the watermark (or the start) was reached. A room with
+/// no watermark was never shown: it is read back to its start like any
+/// other (never "the newest page is all there is").
 pub async fn read_back<T: Transport>(
     client: &T,
     room: ConversationId,
     watermark: Option<MessageId>,
 ) -> Result<(Vec<Message>, bool), ApiError> {
-    let Some(w) = watermark else {
-        let p = retrying("reading the room", || {
-            client.page(room, SAY_GAP_WINDOW, None)
-        })
-        .await?;
-        return Ok((p.messages, true));
-    };
     let mut all: Vec<Message> = vec![];
     let mut before = None;
     for _ in 0..SAY_READ_PAGES {
@@ -300,7 +313,8 @@ pub async fn read_back<T: Transport>(
             client.page(room, CHAT_READ_MAX, before)
         })
         .await?;
-        let reached = !p.has_more || p.messages.iter().any(|m| m.id <= w);
+        let reached =
+            !p.has_more || watermark.is_some_and(|w| p.messages.iter().any(|m| m.id <= w));
         before = p.messages.last().map(|m| m.id);
         all.extend(p.messages);
         if reached || before.is_none() {
@@ -399,8 +413,7 @@ pub fn render_rest(out: &mut String, reader: Reader<'_>, room: ConversationId, u
 /// The unread messages as a refusal prints them: oldest first, one block each.
 pub fn render_unread(reader: Reader<'_>, room: ConversationId, u: &Unread, me: UserId) -> String {
     let mut out = format!(
-        "{} unread message(s) in room {room} — read them, then send again \
-         (or pass --anyway if you have just read them one by one):\n",
+        "{} unread message(s) in room {room} — read them, then send again:\n",
         u.shown.len()
     );
     for m in &u.shown {
@@ -452,6 +465,20 @@ pub enum Sent {
     Unreachable(String),
 }
 
+impl Sent {
+    /// A reply that failed: nothing was posted and nothing was printed for
+    /// the sender to read first (the backend unreachable, a refusal by a
+    /// gate or the backend, the rate limit). A refusal that printed unread
+    /// messages is not a failure: the sender reads them and sends again.
+    pub fn is_failure(&self) -> bool {
+        match self {
+            Sent::Ok(_) => false,
+            Sent::Gated { shown, .. } => shown.is_empty(),
+            Sent::Unreachable(_) => true,
+        }
+    }
+}
+
 /// Why the send path itself failed (refusals are [`Sent::Gated`]).
 #[derive(Debug, thiserror::Error)]
 pub enum SendError {
@@ -488,15 +515,24 @@ pub fn check_payload(req: &Request<'_>) -> Result<(), String> {
     gates::check_body(text, kind).map_err(|e| format!("refused, nothing sent: {e}"))
 }
 
+/// Where a send that the gap gate let through stands: the newest id read
+/// before it, and where the watermark may move after it.
+#[derive(Debug, Clone, Copy)]
+struct Cleared {
+    expect_latest_id: MessageId,
+    mark: Option<MessageId>,
+}
+
 /// Read the room back to the watermark and render what is unread; the
-/// watermark moves only over what was rendered.
+/// watermark moves only over what was rendered (before the caller prints
+/// it: remember, then print).
 async fn show_unread<T: Transport>(
     client: &T,
     req: &Request<'_>,
     seen_path: &Path,
     anyway: bool,
     what: &str,
-) -> Result<Result<MessageId, Sent>, SendError> {
+) -> Result<Result<Cleared, Sent>, SendError> {
     let room = req.room;
     let seen = SaySeen::load(seen_path);
     let (page, reached) = match read_back(client, room, seen.get(room)).await {
@@ -520,7 +556,13 @@ async fn show_unread<T: Transport>(
                 reason: format!("not sent: {} {what}, printed above", u.shown.len()),
             }))
         }
-        GapVerdict::Clear { expect_latest_id } => Ok(Ok(expect_latest_id)),
+        GapVerdict::Clear {
+            expect_latest_id,
+            mark,
+        } => Ok(Ok(Cleared {
+            expect_latest_id,
+            mark,
+        })),
     }
 }
 
@@ -553,16 +595,18 @@ pub async fn send<T: Transport>(
         });
     }
     let room = req.room;
-    // The newest id before the send: what a landed copy must be newer than.
-    let baseline = if req.failure {
-        client
+    // The newest id before the send: what a landed copy must be newer than;
+    // and where the watermark may move after a normal send.
+    let (baseline, mark) = if req.failure {
+        let newest = client
             .page(room, 1, None)
             .await
             .ok()
-            .and_then(|p| p.messages.first().map(|m| m.id))
+            .and_then(|p| p.messages.first().map(|m| m.id));
+        (newest, None)
     } else {
         match show_unread(client, req, seen_path, req.anyway, "unread message(s)").await? {
-            Ok(newest) => Some(newest),
+            Ok(c) => (Some(c.expect_latest_id), c.mark),
             Err(sent) => return Ok(sent),
         }
     };
@@ -592,12 +636,13 @@ pub async fn send<T: Transport>(
     .await;
     match result {
         Ok(m) => {
-            // Up to what was shown, not to the sent message: without an
-            // atomic gap check something may have landed in between.
+            // Up to what was read, not to the sent message: without an
+            // atomic gap check something may have landed in between. And
+            // only when nothing unread was skipped (`mark`).
             if !req.failure
-                && let Some(shown) = baseline
+                && let Some(to) = mark
             {
-                advance(seen_path, room, shown)?;
+                advance(seen_path, room, to)?;
             }
             Ok(Sent::Ok(m))
         }
@@ -673,41 +718,98 @@ mod tests {
     #[test]
     fn gap_verdict_table() {
         let page = vec![msg(9, 2), msg(8, ME), msg(7, 2), msg(6, 2)];
-        // (watermark, anyway, want unread ids oldest first, want clear expect)
-        type Case = (Option<i64>, bool, &'static [i64], Option<i64>);
+        // (watermark, anyway, reached, want unread ids oldest first,
+        //  want Clear(expect, mark) when nothing is shown, why)
+        type Case = (
+            Option<i64>,
+            bool,
+            bool,
+            &'static [i64],
+            Option<(i64, Option<i64>)>,
+            &'static str,
+        );
         let cases: &[Case] = &[
-            (Some(9), false, &[], Some(9)),
-            (Some(8), false, &[9], None),
-            (Some(6), false, &[7, 9], None),
-            (None, false, &[6, 7, 9], None),
-            (Some(6), true, &[], Some(9)),
-            (Some(20), false, &[], Some(9)),
+            (Some(9), false, true, &[], Some((9, Some(9))), "all read"),
+            (Some(8), false, true, &[9], None, "one unread"),
+            (
+                Some(6),
+                false,
+                true,
+                &[7, 9],
+                None,
+                "two unread, own skipped",
+            ),
+            (
+                None,
+                false,
+                true,
+                &[6, 7, 9],
+                None,
+                "no watermark: all unread",
+            ),
+            (
+                Some(6),
+                true,
+                true,
+                &[],
+                Some((9, None)),
+                "anyway: sent, but the mark never covers 7 and 9",
+            ),
+            (
+                Some(8),
+                true,
+                true,
+                &[],
+                Some((9, None)),
+                "anyway over one unread: the mark stays",
+            ),
+            (
+                Some(9),
+                true,
+                true,
+                &[],
+                Some((9, Some(9))),
+                "anyway with nothing unread: as a normal send",
+            ),
+            (Some(20), false, true, &[], Some((9, Some(9))), "mark ahead"),
+            (
+                Some(9),
+                false,
+                false,
+                &[],
+                Some((9, None)),
+                "the read gave up: nothing below it may be covered",
+            ),
         ];
-        for (w, anyway, want, expect) in cases {
-            let v = gap_verdict(&page, true, *w, ME, *anyway);
-            assert_eq!(ids(&v), *want, "{w:?} {anyway}");
-            if want.is_empty() {
+        for (w, anyway, reached, want, clear, why) in cases {
+            let v = gap_verdict(&page, *reached, *w, ME, *anyway);
+            assert_eq!(ids(&v), *want, "{why}");
+            if let Some((expect, mark)) = clear {
                 assert_eq!(
                     v,
                     GapVerdict::Clear {
-                        expect_latest_id: expect.unwrap()
-                    }
+                        expect_latest_id: *expect,
+                        mark: *mark,
+                    },
+                    "{why}"
                 );
             }
         }
-        // Only my own messages since the watermark: clear.
+        // Only my own messages since the watermark: clear, mark to the newest.
         let own = vec![msg(9, ME), msg(8, ME), msg(7, 2)];
         assert_eq!(
             gap_verdict(&own, true, Some(7), ME, false),
             GapVerdict::Clear {
-                expect_latest_id: 9
+                expect_latest_id: 9,
+                mark: Some(9),
             }
         );
         // An empty room: clear, and any message at all is newer than 0.
         assert_eq!(
             gap_verdict(&[], true, None, ME, false),
             GapVerdict::Clear {
-                expect_latest_id: EMPTY_ROOM
+                expect_latest_id: EMPTY_ROOM,
+                mark: None,
             }
         );
     }
@@ -734,9 +836,11 @@ mod tests {
         mixed.insert(0, msg(121, ME));
         let u = unread_part(&mixed, true, Some(117), ME, 8);
         assert_eq!((u.mark, u.more), (Some(121), 0));
-        // Reading back gave up before the watermark: said, with the command.
+        // Reading back gave up before the watermark: said, with the command,
+        // and the mark does not move (101..115 were never printed).
         let u = unread_part(&newest_first[..5], false, Some(100), ME, 8);
         assert_eq!(u.skipped, Some(116));
+        assert_eq!(u.mark, None, "no mark over the gap below the read");
         let text = render_unread(Reader::Home("bolt"), 5, &u, ME);
         assert!(
             text.contains("hoop read --home bolt --room 5 --before 116"),

@@ -1,6 +1,11 @@
 //! The ONE atomic-write helper: temp file in the same directory, fsync, rename,
 //! fsync the directory. Every state file of every crate is written through it,
 //! so a crash leaves either the old content or the new, never half of either.
+//!
+//! A state file that more than one process rewrites (read, change, write
+//! back) is changed only under [`with_lock_beside`]: an exclusive `flock` on
+//! `<file>.lock` beside it, so two writers never lose each other's change.
+//! Readers need no lock (a rename is atomic); the lock file is never deleted.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
@@ -128,6 +133,34 @@ pub fn symlink_atomic(target: &Path, link: &Path) -> io::Result<()> {
     Ok(())
 }
 
+/// The lock file beside a state file: `<name>.lock` in the same directory.
+pub fn lock_path_beside(path: &Path) -> std::path::PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".lock");
+    path.with_file_name(name)
+}
+
+/// Run `change` (which reads `path` and rewrites it atomically) while this
+/// process holds the exclusive `flock` on [`lock_path_beside`] `path`. Blocks
+/// while another process holds it: a change is a read and one atomic write,
+/// so the wait is short. The lock file is created if missing, never deleted.
+pub fn with_lock_beside<R>(path: &Path, change: impl FnOnce() -> io::Result<R>) -> io::Result<R> {
+    let lock = lock_path_beside(path);
+    if let Some(dir) = lock.parent().filter(|p| !p.as_os_str().is_empty()) {
+        fs::create_dir_all(dir)?;
+    }
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&lock)?;
+    file.lock()?;
+    let out = change();
+    drop(file);
+    out
+}
+
 /// The directory of `path` (created) and a fresh temporary name in it, so
 /// the final rename stays on one file system.
 fn temp_beside(path: &Path) -> io::Result<(std::path::PathBuf, std::path::PathBuf)> {
@@ -235,6 +268,43 @@ mod tests {
         let m = fs::symlink_metadata(home.join("settings.json")).unwrap();
         assert!(m.file_type().is_file());
         assert_eq!(fs::read(&real).unwrap(), b"again", "the target untouched");
+    }
+
+    /// Four writers (separate opens, as separate processes would have) each
+    /// add 1 to a counter 50 times: without the lock, read-change-write
+    /// races lose increments.
+    #[test]
+    fn locked_changes_never_lose_each_other() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("count.json");
+        let writers: Vec<_> = (0..4)
+            .map(|_| {
+                let p = p.clone();
+                std::thread::spawn(move || {
+                    for _ in 0..50 {
+                        with_lock_beside(&p, || {
+                            let n: u64 = fs::read_to_string(&p)
+                                .ok()
+                                .and_then(|t| t.trim().parse().ok())
+                                .unwrap_or(0);
+                            std::thread::yield_now();
+                            write_atomic(
+                                &p,
+                                format!("{}", n + 1).as_bytes(),
+                                WriteOptions::default(),
+                            )
+                        })
+                        .unwrap();
+                    }
+                })
+            })
+            .collect();
+        for w in writers {
+            w.join().unwrap();
+        }
+        assert_eq!(fs::read_to_string(&p).unwrap(), "200");
+        assert!(lock_path_beside(&p).exists(), "the lock file stays");
+        assert_eq!(lock_path_beside(&p), dir.path().join("count.json.lock"));
     }
 
     #[test]

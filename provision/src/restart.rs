@@ -833,6 +833,7 @@ mod tests {
             last_round_result: None,
             consecutive_failures: 0,
             login_error: None,
+            gave_up: vec![],
         };
         let cases: Vec<(Option<Status>, Option<u32>, Seen)> = vec![
             (None, Some(7), Seen::Nothing),

@@ -674,6 +674,7 @@ mod tests {
             last_round_result: Some(RoundResult::Ok),
             consecutive_failures: 1,
             login_error: None,
+            gave_up: vec![],
         }
     }
 

@@ -37,6 +37,19 @@ pub trait Agent: Send + 'static {
         preamble: &str,
         message: &str,
     ) -> impl Future<Output = TurnResult> + Send;
+    /// [`Agent::run_turn`], calling `shown` just before `message` is
+    /// written to a running agent process (remember, then print), and never
+    /// when the turn cannot reach one (its process did not start or already
+    /// ended). An agent that cannot tell calls it first.
+    fn run_turn_showing(
+        &mut self,
+        preamble: &str,
+        message: &str,
+        shown: &(dyn Fn() + Send + Sync),
+    ) -> impl Future<Output = TurnResult> + Send {
+        shown();
+        self.run_turn(preamble, message)
+    }
     /// Before the first round: compact the session when it is big, so the
     /// first wake does not wait for it (the caller holds the turn lock).
     fn cold_start(&mut self) -> impl Future<Output = ()> + Send;

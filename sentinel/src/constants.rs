@@ -119,3 +119,30 @@ pub const PATROL_OUTPUT_CAP_BYTES: usize = 1024 * 1024;
 /// After a prescan exited, its output is read at most this much longer (a
 /// child it left behind may hold the pipe open; its group is stopped).
 pub const PATROL_DRAIN: Duration = Duration::from_secs(2);
+
+/// A message the agent leaves with neither a reply nor a pass is offered
+/// at most this many times in all (the first offer and two more): silence
+/// must be possible, a forgotten message gets two reminders, and then the
+/// cursor moves on with a warning in the log and the status file rather
+/// than the room asking for ever.
+pub const MAX_OFFERS: u32 = 3;
+
+/// The status file keeps this many of the latest messages given up on
+/// (offered [`MAX_OFFERS`] times without an answer), for `hoop status`.
+pub const GAVE_UP_KEPT: usize = 20;
+
+/// A round's instructions list at most this many characters of message
+/// text (newest first, shared round-robin between the woken rooms; the
+/// rest behind the `hoop read` pointer the instructions give). About 15–30k
+/// tokens: a busy day stays a small part of a 200k context window, so a
+/// round can never fail with "Prompt is too long" because of its own text.
+pub const ROUND_TEXT_CAP_CHARS: usize = 60_000;
+
+/// A message body longer than this is cut in the instructions (the full text
+/// stays in the room): one flooded room of maximal messages cannot fill the
+/// round.
+pub const INSTRUCTION_BODY_CAP_CHARS: usize = 8_000;
+
+/// File in the home holding, per room, the first-sight floor and the offer
+/// counts (`state::Rooms`).
+pub const ROOMS_FILE: &str = "rooms.json";

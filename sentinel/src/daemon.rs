@@ -3,6 +3,12 @@
 //! (ws, cycle, heartbeat, lease renewer, idle reaper, patrols, the
 //! hook-status endpoint) until SIGTERM/SIGINT.
 //!
+//! Every task is essential and none ever ends by itself: one that ends or
+//! panics ([`supervise`]) takes the daemon down with one clear line and a
+//! non-zero exit, so launchd / systemd restart it — a heartbeat that keeps
+//! the account "online" while nothing answers is the failure this rules
+//! out.
+//!
 //! Cold start: before the first round the agent's session is compacted if
 //! it is big ([`cold_start`]), holding the turn lock; the WebSocket is
 //! already up, so messages that arrive meanwhile queue as kicks and the
@@ -47,6 +53,39 @@ pub enum DaemonError {
     Home(String),
     #[error("backend client: {0}")]
     Api(#[from] hoop_api::error::Error),
+    #[error(
+        "the daemon's {task} task {how}; the daemon stops so that the service manager starts it again"
+    )]
+    TaskEnded { task: &'static str, how: String },
+}
+
+/// One of the daemon's tasks, boxed so that tasks of any type share a set.
+pub type Task = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
+
+/// Wait for a termination signal (`Ok` with its name) or for the first of
+/// `tasks` to end (`Err`): each task runs for the daemon's life, so one
+/// that returns or panics is a daemon that no longer works. `names` says
+/// which task each id is.
+pub async fn supervise(
+    tasks: &mut tokio::task::JoinSet<()>,
+    names: &BTreeMap<tokio::task::Id, &'static str>,
+    signal: impl std::future::Future<Output = &'static str>,
+) -> Result<&'static str, DaemonError> {
+    let ended = async {
+        match tasks.join_next_with_id().await {
+            Some(Ok((id, ()))) => (id, "ended".to_string()),
+            Some(Err(e)) if e.is_panic() => (e.id(), "panicked".to_string()),
+            Some(Err(e)) => (e.id(), format!("stopped ({e})")),
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        s = signal => Ok(s),
+        (id, how) = ended => Err(DaemonError::TaskEnded {
+            task: names.get(&id).copied().unwrap_or("unnamed"),
+            how,
+        }),
+    }
 }
 
 /// What the agent process needs to be built.
@@ -165,6 +204,7 @@ where
     // Refuse to start on state that cannot be read (never guess a cursor).
     let cursors = Cursors::load(&home.cursors_path())?;
     Obituaries::load(&home.dir().join(OBITUARIES_FILE))?;
+    crate::state::Rooms::load(&home.dir().join(crate::constants::ROOMS_FILE))?;
     let backend_cfg = home
         .load_config()
         .map_err(|e| DaemonError::Home(e.to_string()))?;
@@ -223,26 +263,42 @@ where
     );
 
     let mut set = tokio::task::JoinSet::new();
-    set.spawn(tasks::ws::run(
-        client.clone(),
-        me.id,
-        cfg.timings.clone(),
-        kick_tx,
-        board.clone(),
-    ));
+    let mut names: BTreeMap<tokio::task::Id, &'static str> = BTreeMap::new();
+    let mut spawn =
+        |set: &mut tokio::task::JoinSet<()>,
+         name: &'static str,
+         task: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>| {
+            let h = set.spawn(task);
+            names.insert(h.id(), name);
+        };
+    spawn(
+        &mut set,
+        "ws",
+        Box::pin(tasks::ws::run(
+            client.clone(),
+            me.id,
+            cfg.timings.clone(),
+            kick_tx,
+            board.clone(),
+        )),
+    );
     let patrols = if cfg.patrols.is_empty() {
         None
     } else {
         let (fire_tx, fire_rx) = tokio::sync::mpsc::unbounded_channel();
         let in_flight = tasks::patrol::InFlight::default();
-        set.spawn(tasks::patrol::run(
-            home.dir(),
-            setup_env.clone(),
-            cfg.patrols.clone(),
-            fire_tx,
-            in_flight.clone(),
-            cfg.timings.patrol_skip_after,
-        ));
+        spawn(
+            &mut set,
+            "patrol ticker",
+            Box::pin(tasks::patrol::run(
+                home.dir(),
+                setup_env.clone(),
+                cfg.patrols.clone(),
+                fire_tx,
+                in_flight.clone(),
+                cfg.timings.patrol_skip_after,
+            )),
+        );
         Some(tasks::cycle::PatrolInbox {
             rx: fire_rx,
             in_flight,
@@ -251,39 +307,66 @@ where
     {
         let (ctx, agent, board) = (ctx.clone(), agent.clone(), board.clone());
         let retry = cfg.timings.turn_lock_retry;
-        set.spawn(async move {
-            cold_start(&ctx.home.turn_lock_path(), &agent, retry).await;
-            tasks::cycle::run(ctx, agent, kick_rx, patrols, board).await
-        });
+        spawn(
+            &mut set,
+            "cycle",
+            Box::pin(async move {
+                cold_start(&ctx.home.turn_lock_path(), &agent, retry).await;
+                tasks::cycle::run(ctx, agent, kick_rx, patrols, board).await
+            }),
+        );
     }
-    set.spawn(tasks::heartbeat::run(client.clone(), cfg.timings.clone()));
+    spawn(
+        &mut set,
+        "heartbeat",
+        Box::pin(tasks::heartbeat::run(client.clone(), cfg.timings.clone())),
+    );
     // The hook-status lane of the home's workers (observability only).
     let runtime = hoop_guards::lane::runtime_dir(&home);
     if let Some((listener, addr)) = tasks::hook_status::bind(&runtime, &home.name).await {
         tracing::info!(%addr, "hook-status endpoint on loopback");
-        set.spawn(tasks::hook_status::run(
-            listener,
-            runtime,
-            home.name.clone(),
-            cfg.hook_status_keep,
-        ));
+        spawn(
+            &mut set,
+            "hook-status endpoint",
+            Box::pin(tasks::hook_status::run(
+                listener,
+                runtime,
+                home.name.clone(),
+                cfg.hook_status_keep,
+            )),
+        );
     }
-    set.spawn(tasks::lease::run(
-        client.clone(),
-        current_card,
-        home.clone(),
-        cfg.timings.worker_poll,
-    ));
+    spawn(
+        &mut set,
+        "lease renewer",
+        Box::pin(tasks::lease::run(
+            client.clone(),
+            current_card,
+            home.clone(),
+            cfg.timings.worker_poll,
+        )),
+    );
     {
         let (agent, turn_lock) = (agent.clone(), home.turn_lock_path());
         let (limit, tick) = (cfg.idle_reap, cfg.timings.reaper_tick);
-        set.spawn(async move { tasks::reaper::run(agent, &turn_lock, limit, tick).await });
+        spawn(
+            &mut set,
+            "idle reaper",
+            Box::pin(async move { tasks::reaper::run(agent, &turn_lock, limit, tick).await }),
+        );
     }
 
-    set.spawn(tasks::orphans::run(home.turn_lock_path(), subreaper));
+    spawn(
+        &mut set,
+        "orphan keeper",
+        Box::pin(tasks::orphans::run(home.turn_lock_path(), subreaper)),
+    );
 
-    let why = wait_for_signal().await;
-    tracing::info!(signal = why, "stopping");
+    let outcome = supervise(&mut set, &names, wait_for_signal()).await;
+    match &outcome {
+        Ok(signal) => tracing::info!(signal, "stopping"),
+        Err(e) => tracing::error!("❌ {e}"),
+    }
     set.abort_all();
     // A turn in flight holds the agent; stop it either way.
     match tokio::time::timeout(Duration::from_secs(5), agent.lock()).await {
@@ -299,7 +382,7 @@ where
     )
     .await;
     drop(account_lock);
-    Ok(())
+    outcome.map(|_| ())
 }
 
 /// Before the first round: take the turn lock (retrying while another
@@ -343,5 +426,85 @@ async fn wait_for_signal() -> &'static str {
     {
         let _ = tokio::signal::ctrl_c().await;
         "ctrl-c"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every wait is bounded: a watcher that misses an ended task fails
+    /// here instead of hanging the suite.
+    async fn bounded<F: std::future::Future>(f: F) -> F::Output {
+        tokio::time::timeout(Duration::from_secs(10), f)
+            .await
+            .expect("supervise returned within its bound")
+    }
+
+    fn names_of(
+        set: &mut tokio::task::JoinSet<()>,
+        tasks: Vec<(&'static str, Task)>,
+    ) -> BTreeMap<tokio::task::Id, &'static str> {
+        tasks
+            .into_iter()
+            .map(|(name, t)| (set.spawn(t).id(), name))
+            .collect()
+    }
+
+    /// A task that ends or panics stops the daemon, naming it; a signal
+    /// stops it cleanly; while every task runs and no signal comes,
+    /// nothing stops.
+    #[tokio::test]
+    async fn an_essential_task_that_ends_takes_the_daemon_down() {
+        let forever = || -> Task { Box::pin(std::future::pending()) };
+        let never = std::future::pending::<&'static str>;
+
+        // (tasks, want, why)
+        let mut set = tokio::task::JoinSet::new();
+        let names = names_of(
+            &mut set,
+            vec![("ws", forever()), ("cycle", Box::pin(async {}))],
+        );
+        let got = bounded(supervise(&mut set, &names, never())).await;
+        assert!(
+            matches!(&got, Err(DaemonError::TaskEnded { task: "cycle", how }) if how == "ended"),
+            "{got:?}"
+        );
+        let text = got.unwrap_err().to_string();
+        assert_eq!(
+            text,
+            "the daemon's cycle task ended; the daemon stops so that the service manager starts it again"
+        );
+
+        let mut set = tokio::task::JoinSet::new();
+        let names = names_of(
+            &mut set,
+            vec![
+                ("heartbeat", Box::pin(async { panic!("boom") })),
+                ("ws", forever()),
+            ],
+        );
+        let got = bounded(supervise(&mut set, &names, never())).await;
+        assert!(
+            matches!(&got, Err(DaemonError::TaskEnded { task: "heartbeat", how }) if how == "panicked"),
+            "{got:?}"
+        );
+
+        let mut set = tokio::task::JoinSet::new();
+        let names = names_of(&mut set, vec![("ws", forever()), ("cycle", forever())]);
+        let got = bounded(supervise(&mut set, &names, async { "SIGTERM" })).await;
+        assert_eq!(got.ok(), Some("SIGTERM"));
+
+        let mut set = tokio::task::JoinSet::new();
+        let names = names_of(&mut set, vec![("ws", forever())]);
+        let waited = tokio::time::timeout(
+            Duration::from_millis(200),
+            supervise(&mut set, &names, never()),
+        )
+        .await;
+        assert!(
+            waited.is_err(),
+            "nothing ended, no signal: it keeps running"
+        );
     }
 }

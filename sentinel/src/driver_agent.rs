@@ -72,7 +72,16 @@ fn detail(o: &Outcome) -> String {
 
 impl Agent for DriverAgent {
     async fn run_turn(&mut self, preamble: &str, message: &str) -> TurnResult {
-        let report = self.driver.run_turn(preamble, message).await;
+        self.run_turn_showing(preamble, message, &|| {}).await
+    }
+
+    async fn run_turn_showing(
+        &mut self,
+        preamble: &str,
+        message: &str,
+        shown: &(dyn Fn() + Send + Sync),
+    ) -> TurnResult {
+        let report = self.driver.run_turn_showing(preamble, message, shown).await;
         self.record_pid();
         let usage = report.usage.as_ref().map(|_| TurnUsage {
             tokens_in: to_i64(report.tokens.tokens_in),

@@ -108,6 +108,27 @@ pub fn after_turn(timings: &Timings, streak: &mut Streak, class: &TurnClass) -> 
     }
 }
 
+/// A message round's account-wide part. A usage limit or a dead login
+/// stops every room (the account cannot answer anywhere): that is
+/// [`after_turn`]'s account-wide backoff and obituary. A failed or
+/// timed-out turn is judged per room (`plan::rooms`: each room its own
+/// backoff and its own failure note), so here it only ends a streak of
+/// limits and sets nothing for all rooms.
+pub fn account_after_turn(timings: &Timings, streak: &mut Streak, class: &TurnClass) -> AfterTurn {
+    match class {
+        TurnClass::Ok | TurnClass::Failed | TurnClass::Timeout => {
+            streak.quiet = 0;
+            AfterTurn {
+                commit: *class == TurnClass::Ok,
+                backoff: None,
+                post_failure_notice: false,
+                obituary_cause: None,
+            }
+        }
+        TurnClass::AuthDead { .. } | TurnClass::Limit => after_turn(timings, streak, class),
+    }
+}
+
 /// May an obituary for a cause last posted at `last` (Unix seconds) be
 /// posted again at `now`? At most once per [`OBITUARY_REPEAT`] per cause.
 pub fn obituary_due(last: Option<i64>, now: i64) -> bool {
@@ -293,6 +314,37 @@ mod tests {
             }
         );
         assert_eq!(a.backoff, Some(Duration::from_secs(60)));
+    }
+
+    /// For message rounds only a limit or a dead login holds every room;
+    /// a failed or timed-out turn holds none (its rooms wait on their own).
+    #[test]
+    fn only_limits_and_death_hold_every_room() {
+        let dead = TurnClass::AuthDead {
+            cause: "oauth".into(),
+        };
+        // (class, account-wide backoff, obituary)
+        let cases = [
+            (TurnClass::Ok, None, None),
+            (TurnClass::Failed, None, None),
+            (TurnClass::Timeout, None, None),
+            (TurnClass::Limit, Some(60), None),
+            (dead, Some(60), Some("oauth".to_string())),
+        ];
+        for (class, backoff, obit) in cases {
+            let mut s = Streak::default();
+            let a = account_after_turn(&t(), &mut s, &class);
+            assert_eq!(a.backoff, backoff.map(Duration::from_secs), "{class:?}");
+            assert_eq!(a.obituary_cause, obit, "{class:?}");
+            assert!(!a.post_failure_notice, "{class:?}: the note is per room");
+        }
+        // A limit streak grows and a failure ends it.
+        let mut s = Streak::default();
+        account_after_turn(&t(), &mut s, &TurnClass::Limit);
+        let a = account_after_turn(&t(), &mut s, &TurnClass::Limit);
+        assert_eq!(a.backoff, Some(Duration::from_secs(300)));
+        account_after_turn(&t(), &mut s, &TurnClass::Failed);
+        assert!(!s.is_rerun());
     }
 
     #[test]

@@ -119,24 +119,36 @@ impl PromptSet {
         out.join("\n\n")
     }
 
-    /// For the startup line: `core,workroom*,multi_ai+task` (`*` = overridden).
+    /// For the startup line: every part with the first
+    /// [`DESCRIBE_HASH_HEX`] hex digits of its text's SHA-256, `*` after an
+    /// overridden one, and the task's the same way:
+    /// `core@1a2b3c4d,workroom*@…,multi_ai@…+task@…`. A canary restart after
+    /// a prompt change shows the new hash, or that the home still overrides.
     pub fn describe(&self) -> String {
         let mut s = Part::ALL
             .iter()
             .map(|p| {
-                if self.overridden.contains(p) {
-                    format!("{}*", p.name())
-                } else {
-                    p.name().to_string()
-                }
+                let star = if self.overridden.contains(p) { "*" } else { "" };
+                format!("{}{star}@{}", p.name(), short_hash(self.text(*p)))
             })
             .collect::<Vec<_>>()
             .join(",");
-        if self.task.is_some() {
-            s.push_str("+task");
+        if let Some(t) = &self.task {
+            s.push_str(&format!("+task@{}", short_hash(t)));
         }
         s
     }
+}
+
+/// How many hex digits of a text's SHA-256 the startup line shows: enough
+/// to tell two versions of a prompt apart at a glance.
+pub const DESCRIBE_HASH_HEX: usize = 8;
+
+fn short_hash(text: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = hex::encode(Sha256::digest(text.as_bytes()));
+    h.truncate(DESCRIBE_HASH_HEX);
+    h
 }
 
 #[cfg(test)]
@@ -181,6 +193,14 @@ mod tests {
         let multi = Part::MultiAi.default_text();
         assert!(multi.contains("mentions you") && multi.contains("everyone"));
         assert!(multi.contains("\"not for me\""));
+        // Silence is a choice, made with hoop pass, in both parts; no part
+        // says a silence "only comes back".
+        assert!(core.contains("hoop pass --home <home> --room <room> --ids"));
+        assert!(core.contains("at most twice more"));
+        assert!(multi.contains("pass on it with `hoop pass`"));
+        for p in Part::ALL {
+            assert!(!p.default_text().contains("only comes back"), "{p:?}");
+        }
         for p in Part::ALL {
             assert!(!p.default_text().contains("**"), "{:?} uses markdown", p);
         }
@@ -196,7 +216,33 @@ mod tests {
         std::fs::write(dir.path().join("task.md"), "Watch the builds.").unwrap();
         let set = PromptSet::load(&prompts, &dir.path().join("task.md"));
         assert_eq!(set.overridden, vec![Part::Workroom]);
-        assert_eq!(set.describe(), "core,workroom*,multi_ai+task");
+        // The hashes, computed here from the files on disk: sha256 of
+        // "MY WORKROOM RULES" and of "Watch the builds." are known values.
+        let shipped = |f: &str| {
+            use sha2::{Digest, Sha256};
+            let bytes =
+                std::fs::read(format!("{}/prompts/{f}", env!("CARGO_MANIFEST_DIR"))).unwrap();
+            hex::encode(Sha256::digest(bytes))[..8].to_string()
+        };
+        assert_eq!(
+            set.describe(),
+            format!(
+                "core@{},workroom*@8e649165,multi_ai@{}+task@2bde748e",
+                shipped("core.md"),
+                shipped("multi_ai.md")
+            )
+        );
+        let plain = PromptSet::load(&dir.path().join("none"), &dir.path().join("none.md"));
+        assert_eq!(
+            plain.describe(),
+            format!(
+                "core@{},workroom@{},multi_ai@{}",
+                shipped("core.md"),
+                shipped("workroom.md"),
+                shipped("multi_ai.md")
+            ),
+            "no override, no task"
+        );
         let pre = set.preamble(&[Part::Core, Part::Workroom]);
         assert!(pre.starts_with(Part::Core.default_text().trim_end()));
         assert!(pre.contains("MY WORKROOM RULES"));

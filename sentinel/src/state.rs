@@ -5,7 +5,16 @@
 //! - `obituaries.json` — `{cause: unix_secs}`, when the obituary for each
 //!   cause was last posted (so a restart does not post it again within the
 //!   hour);
+//! - `rooms.json` — `{conversation_id: {"floor"?, "offers"?}}`: per room,
+//!   the first-sight floor of a room that has no cursor yet (fixed when the
+//!   room is first seen, so a long pause cannot age its first messages out
+//!   of the backlog window) and how often each open message was offered
+//!   without a reply or a pass;
 //! - `sentinel-status.json` — the last round and its result, for `hoop status`.
+//!
+//! These are the daemon's alone (the account lock makes it one process).
+//! The files the agent's commands write too are `say_seen.json`
+//! (`hoop_api::say_seen`) and those of [`crate::ledger`].
 //!
 //! A state file that exists but cannot be parsed is an error naming the
 //! file: the daemon refuses to guess (a guessed cursor would lose or double
@@ -98,6 +107,79 @@ pub fn commit_cursors(
     }
     c.save(path)?;
     Ok(c)
+}
+
+/// What the daemon remembers of one room besides its cursor.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RoomMemo {
+    /// First sight of a room without a cursor: messages older than this
+    /// (Unix seconds) are history, not work. Kept until the room has a cursor.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub floor: Option<UnixSecs>,
+    /// How often each open message was offered without a reply or a pass.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub offers: BTreeMap<MessageId, u32>,
+}
+
+impl RoomMemo {
+    fn is_empty(&self) -> bool {
+        self.floor.is_none() && self.offers.is_empty()
+    }
+}
+
+/// `rooms.json`: every room's [`RoomMemo`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Rooms(pub BTreeMap<ConversationId, RoomMemo>);
+
+impl Rooms {
+    pub fn load(path: &Path) -> Result<Rooms, StateError> {
+        load(path)
+    }
+    pub fn save(&self, path: &Path) -> Result<(), StateError> {
+        save(path, self)
+    }
+    pub fn get(&self, room: ConversationId) -> Option<&RoomMemo> {
+        self.0.get(&room)
+    }
+    /// The room's floor: the one kept since first sight, else `now_floor`,
+    /// which is then kept (returns whether it was new).
+    pub fn floor_or_fix(&mut self, room: ConversationId, now_floor: UnixSecs) -> (UnixSecs, bool) {
+        let m = self.0.entry(room).or_default();
+        match m.floor {
+            Some(f) => (f, false),
+            None => {
+                m.floor = Some(now_floor);
+                (now_floor, true)
+            }
+        }
+    }
+    /// The room's offer counts.
+    pub fn offers(&self, room: ConversationId) -> BTreeMap<MessageId, u32> {
+        self.0
+            .get(&room)
+            .map(|m| m.offers.clone())
+            .unwrap_or_default()
+    }
+    /// Replace the room's offer counts.
+    pub fn set_offers(&mut self, room: ConversationId, offers: BTreeMap<MessageId, u32>) {
+        self.0.entry(room).or_default().offers = offers;
+        self.tidy(room);
+    }
+    /// The room has a cursor now: its floor is no longer needed, and no
+    /// offer at or below the cursor matters.
+    pub fn cursor_at(&mut self, room: ConversationId, cursor: MessageId) {
+        if let Some(m) = self.0.get_mut(&room) {
+            m.floor = None;
+            m.offers.retain(|id, _| *id > cursor);
+        }
+        self.tidy(room);
+    }
+    fn tidy(&mut self, room: ConversationId) {
+        if self.0.get(&room).is_some_and(RoomMemo::is_empty) {
+            self.0.remove(&room);
+        }
+    }
 }
 
 /// When each obituary cause was last posted.
@@ -193,6 +275,33 @@ pub struct Status {
     /// retried for ever; this is where an operator sees it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub login_error: Option<String>,
+    /// The latest messages given up on: offered
+    /// [`crate::constants::MAX_OFFERS`] times with neither a reply nor a
+    /// pass, then passed by the cursor (newest last, at most
+    /// [`crate::constants::GAVE_UP_KEPT`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gave_up: Vec<GaveUp>,
+}
+
+/// A message the sentinel stopped offering without an answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GaveUp {
+    pub conversation_id: ConversationId,
+    pub message_id: MessageId,
+    pub offers: u32,
+    pub at: UnixSecs,
+}
+
+impl Status {
+    /// Add given-up messages, keeping the newest [`crate::constants::GAVE_UP_KEPT`].
+    pub fn add_gave_up(&mut self, more: impl IntoIterator<Item = GaveUp>) {
+        self.gave_up.extend(more);
+        let extra = self
+            .gave_up
+            .len()
+            .saturating_sub(crate::constants::GAVE_UP_KEPT);
+        self.gave_up.drain(..extra);
+    }
 }
 
 impl Status {
@@ -352,6 +461,50 @@ mod tests {
         assert!(!st.ws_connected, "a drop is written at once");
         assert_eq!(st.last_round_result, Some(RoundResult::Ok));
         assert_eq!(board.get(), st);
+    }
+
+    #[test]
+    fn rooms_keep_the_first_floor_until_a_cursor_and_drop_passed_offers() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("rooms.json");
+        let mut r = Rooms::load(&p).unwrap();
+        assert_eq!(r.floor_or_fix(5, 1_000), (1_000, true));
+        assert_eq!(
+            r.floor_or_fix(5, 9_000),
+            (1_000, false),
+            "the first floor stays"
+        );
+        r.set_offers(5, BTreeMap::from([(10, 1), (12, 2)]));
+        r.save(&p).unwrap();
+        let mut back = Rooms::load(&p).unwrap();
+        assert_eq!(back, r);
+        back.cursor_at(5, 10);
+        assert_eq!(back.get(5).unwrap().floor, None);
+        assert_eq!(back.offers(5), BTreeMap::from([(12, 2)]));
+        back.cursor_at(5, 12);
+        assert_eq!(back.get(5), None, "nothing left to remember");
+        std::fs::write(&p, "{broken").unwrap();
+        assert!(
+            Rooms::load(&p)
+                .unwrap_err()
+                .to_string()
+                .contains("rooms.json")
+        );
+    }
+
+    #[test]
+    fn gave_up_keeps_the_newest() {
+        let mut st = Status::default();
+        let g = |i| GaveUp {
+            conversation_id: 1,
+            message_id: i,
+            offers: 3,
+            at: 0,
+        };
+        st.add_gave_up((0..25).map(g));
+        assert_eq!(st.gave_up.len(), crate::constants::GAVE_UP_KEPT);
+        assert_eq!(st.gave_up.last().unwrap().message_id, 24);
+        assert_eq!(st.gave_up[0].message_id, 5);
     }
 
     #[test]

@@ -11,6 +11,7 @@ pub mod hook_status;
 pub mod hooks;
 pub mod install;
 pub mod mcp;
+pub mod pass;
 pub mod provision;
 pub mod read;
 pub mod restart;

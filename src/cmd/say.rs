@@ -7,12 +7,14 @@
 //! (by the sentinel's instructions, a `hoop say` refusal or `hoop read`). It
 //! never moves past a message nobody showed. Precisely:
 //! - Before a normal send, the room is read back from the newest message
-//!   until the watermark (at most [`SAY_READ_PAGES`] pages). Messages newer
-//!   than the watermark and not the account's own are unread. Unread ones
-//!   (without `--anyway`) are printed oldest first, at most
-//!   [`SAY_GAP_WINDOW`] of them; the watermark moves to the newest printed
-//!   one (to the newest message when all were printed), the rest is named
-//!   with the `hoop read` command that shows it, and nothing is sent
+//!   until the watermark — in a room without one, until its start — at
+//!   most [`SAY_READ_PAGES`] pages. Messages newer than the watermark and
+//!   not the account's own are unread. Unread ones (without `--anyway`) are
+//!   printed oldest first, at most [`SAY_GAP_WINDOW`] of them; the
+//!   watermark moves to the newest printed one (to the newest message when
+//!   all were printed; not at all when the read gave up before the
+//!   watermark, and the printout names the `--before` read), the rest is
+//!   named with the `hoop read` command that shows it, and nothing is sent
 //!   (exit 2).
 //! - The send goes to production's REST text route, which runs no content
 //!   gate and no gap check: this command's own `core::gates` (markdown, cap,
@@ -23,9 +25,11 @@
 //!   Should a backend refuse with `gap` anyway, the room is read again and
 //!   shown the same way, exit 2.
 //! - After a successful normal send the watermark moves to the newest
-//!   message shown before it (never past a message nobody showed).
+//!   message read before it (never past a message nobody showed).
 //! - `--anyway` ("I have just read them one by one") skips the local unread
-//!   check.
+//!   check, and only that: the watermark does not move over the unread
+//!   messages it skipped, so they stay work for the sentinel and the next
+//!   plain `hoop say` prints them.
 //! - `--failure` sends a failure report (its body begins with a failure
 //!   mark, no message kind is relied on): no gap check, no markdown gate (the
 //!   cap and the empty check still apply), a rate limit is waited out (up to
@@ -35,6 +39,12 @@
 //!   times with a doubling pause; before a send is tried again the room is
 //!   checked for it (a send whose answer was lost is not sent twice). When
 //!   it still cannot be reached the command says that nothing was sent.
+//!
+//! A send that posted nothing and printed nothing to read first (the
+//! backend unreachable, a refusal by a gate or the backend, the rate limit)
+//! is recorded in the home's `failed_sends.json` (`hoop_sentinel::ledger`):
+//! the sentinel then knows the reply FAILED — the room's work is offered
+//! again after its backoff — rather than that the agent chose silence.
 //!
 //! The watermark never moves backwards. Exit codes: 0 sent; 2 unread
 //! messages printed or a gate refused (markdown, cap, empty, rate limit);
@@ -56,6 +66,7 @@ use hoop_api::{Client, Error as ApiError};
 use hoop_core::gates::{self, SendKind};
 use hoop_core::home::Home;
 use hoop_core::limits::REST_BODY_CAP_BYTES;
+use hoop_sentinel::ledger::{FAILED_SENDS_FILE, FailedSends};
 
 /// Exit code: unread messages were printed, or a gate refused.
 pub const EXIT_GATED: u8 = 2;
@@ -83,7 +94,8 @@ pub struct Args {
     /// Mention a member by user id or username, or `everyone`. Repeatable.
     #[arg(long = "mention")]
     pub mentions: Vec<String>,
-    /// I have just read the unread messages one by one: skip the local unread check.
+    /// I have just read the unread messages one by one: skip the local unread
+    /// check (the messages it skips stay unread: they are offered again).
     #[arg(long)]
     pub anyway: bool,
     /// This is a failure report: no gap check, no markdown gate.
@@ -190,7 +202,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         SendKind::Normal
     };
     if let Err(e) = gates::check_body(&text, kind) {
-        return Ok(gated(&format!("refused, nothing sent: {e}")));
+        let why = format!("refused, nothing sent: {e}");
+        if !args.failure {
+            note_failed(&args.home, args.room, &why);
+        }
+        return Ok(gated(&why));
     }
     let home = Home::open(&args.home)?;
     let mentions = resolve_mentions(&home, args.room, &args.mentions)?;
@@ -210,7 +226,9 @@ pub fn run_image(args: ImageArgs) -> anyhow::Result<ExitCode> {
     if !args.caption.is_empty()
         && let Err(e) = gates::check_body(&args.caption, SendKind::Normal)
     {
-        return Ok(gated(&format!("caption refused, nothing sent: {e}")));
+        let why = format!("caption refused, nothing sent: {e}");
+        note_failed(&args.home, args.room, &why);
+        return Ok(gated(&why));
     }
     let Some(mime) = image_mime(&args.file) else {
         bail!(
@@ -222,9 +240,11 @@ pub fn run_image(args: ImageArgs) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("reading {}", args.file.display()))?
         .len();
     if len as usize > MAX_IMAGE_BYTES {
-        return Ok(gated(&format!(
+        let why = format!(
             "refused, nothing sent: the image is {len} bytes; the cap is {MAX_IMAGE_BYTES}"
-        )));
+        );
+        note_failed(&args.home, args.room, &why);
+        return Ok(gated(&why));
     }
     let data =
         std::fs::read(&args.file).with_context(|| format!("reading {}", args.file.display()))?;
@@ -236,6 +256,18 @@ pub fn run_image(args: ImageArgs) -> anyhow::Result<ExitCode> {
         failure: false,
         payload: Payload::Image(image_message(&data, mime, &args.caption)),
     })
+}
+
+/// Record in the home that a reply into `room` failed (the sentinel then
+/// offers the room's work again after its backoff, instead of taking the
+/// silence for a choice). Best effort: the refusal itself is what the
+/// sender reads.
+fn note_failed(home: &str, room: ConversationId, why: &str) {
+    let Ok(home) = Home::open(home) else { return };
+    let path = home.dir().join(FAILED_SENDS_FILE);
+    if let Err(e) = FailedSends::record(&path, room, why, hoop_core::clock::now_unix()) {
+        tracing::warn!(path = %path.display(), error = %e, "could not record the failed send");
+    }
 }
 
 fn gated(msg: &str) -> ExitCode {
@@ -263,6 +295,14 @@ fn execute(req: Request) -> anyhow::Result<ExitCode> {
         };
         Ok::<_, anyhow::Error>(send::send(&client, &r, &req.home.say_seen_path()).await?)
     })?;
+    if !req.failure && outcome.is_failure() {
+        let why = match &outcome {
+            Sent::Gated { reason, .. } => reason.clone(),
+            Sent::Unreachable(e) => format!("the backend could not be reached: {e}"),
+            Sent::Ok(_) => String::new(),
+        };
+        note_failed(&req.home.name, req.room, &why);
+    }
     Ok(match outcome {
         Sent::Ok(m) => {
             println!("sent #{} to room {}", m.id, m.conversation_id);

@@ -10,6 +10,11 @@
 //! comment after a `hoop read`), so a new CLI process after a kill behaves
 //! the same.
 //!
+//! Not every message gets an answer: one whose text closes the thread
+//! ([`PASS_CLOSING`], "that's all") or is an @everyone ([`PASS_EVERYONE`])
+//! is passed on with `hoop pass --ids …` instead (recorded in the home,
+//! never posted), as the prompt parts tell a real agent to.
+//!
 //! After a command's output it decides per room:
 //! - `sent #…` → that room is done;
 //! - the output says more unread messages exist ("more unread after
@@ -32,12 +37,52 @@ pub const WORK_MAX_STEPS: usize = 8;
 /// The text that ends a turn.
 pub const WORK_DONE: &str = "Done.";
 
+/// A message whose text contains this (any case) closes the thread: it is
+/// passed on, not answered.
+pub const PASS_CLOSING: &str = "that's all";
+/// A message whose text contains this is an @everyone: passed on, not
+/// answered (another member covers it).
+pub const PASS_EVERYONE: &str = "@everyone";
+/// The reason a pass gives for each kind.
+pub const PASS_WHY_CLOSING: &str = "the person closed the thread; nothing to answer";
+pub const PASS_WHY_EVERYONE: &str = "an @everyone another member covers; not mine to answer";
+
+/// Whether a message with this text is passed on rather than answered, and why.
+pub fn pass_reason(text: &str) -> Option<&'static str> {
+    let t = text.to_lowercase();
+    if t.contains(PASS_CLOSING) {
+        Some(PASS_WHY_CLOSING)
+    } else if t.contains(PASS_EVERYONE) {
+        Some(PASS_WHY_EVERYONE)
+    } else {
+        None
+    }
+}
+
 /// The room a command is about and what is still to be answered there.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RoomWork {
     pub home: String,
     pub room: i64,
     pub ids: Vec<i64>,
+    /// Messages to pass on, with the reason.
+    pub passes: Vec<(i64, &'static str)>,
+}
+
+/// The ids named in a `hoop pass` command (`--ids 3,5`); empty otherwise.
+pub fn passed_ids(cmd: &str) -> Vec<i64> {
+    cmd.split(" ; ")
+        .filter(|seg| seg.starts_with("hoop pass"))
+        .filter_map(|seg| seg.split("--ids ").nth(1))
+        .flat_map(|rest| {
+            rest.split_whitespace()
+                .next()
+                .unwrap_or("")
+                .split(',')
+                .filter_map(|t| t.parse().ok())
+                .collect::<Vec<i64>>()
+        })
+        .collect()
 }
 
 /// The ids named in an answer body (`answer to 3 5 8`); empty when the body
@@ -68,6 +113,7 @@ pub fn work_in_instructions(text: &str) -> Vec<RoomWork> {
                     home: String::new(),
                     room,
                     ids: vec![],
+                    passes: vec![],
                 });
             }
             answering = false;
@@ -78,7 +124,10 @@ pub fn work_in_instructions(text: &str) -> Vec<RoomWork> {
                 && let Some(w) = out.last_mut()
                 && let Some(id) = rest.split(']').next().and_then(|t| t.parse().ok())
             {
-                w.ids.push(id);
+                match pass_reason(rest) {
+                    Some(why) => w.passes.push((id, why)),
+                    None => w.ids.push(id),
+                }
             }
         } else if !line.starts_with("  ") {
             answering = false;
@@ -89,7 +138,7 @@ pub fn work_in_instructions(text: &str) -> Vec<RoomWork> {
             }
         }
     }
-    out.retain(|w| !w.ids.is_empty() && !w.home.is_empty());
+    out.retain(|w| (!w.ids.is_empty() || !w.passes.is_empty()) && !w.home.is_empty());
     out
 }
 
@@ -118,6 +167,41 @@ pub fn say_command(w: &RoomWork) -> String {
     )
 }
 
+/// The command that passes on `w`'s passes (one per reason).
+pub fn pass_command(w: &RoomWork) -> String {
+    let mut whys: Vec<&str> = w.passes.iter().map(|(_, why)| *why).collect();
+    whys.dedup();
+    whys.iter()
+        .map(|why| {
+            let ids: Vec<String> = w
+                .passes
+                .iter()
+                .filter(|(_, y)| y == why)
+                .map(|(i, _)| i.to_string())
+                .collect();
+            format!(
+                "hoop pass --home {} --room {} --ids {} \"{why}\"",
+                w.home,
+                w.room,
+                ids.join(",")
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(" ; ")
+}
+
+/// The commands for a room: an answer for its ids, a pass for its passes.
+fn room_commands(w: &RoomWork) -> Vec<String> {
+    let mut v = vec![];
+    if !w.ids.is_empty() {
+        v.push(say_command(w));
+    }
+    if !w.passes.is_empty() {
+        v.push(pass_command(w));
+    }
+    v
+}
+
 /// The command that reads the rest of a room, carrying what is pending.
 pub fn read_command(w: &RoomWork) -> String {
     let ids: Vec<String> = w.ids.iter().map(i64::to_string).collect();
@@ -136,9 +220,11 @@ pub enum Step {
     Read(RoomWork),
 }
 
-/// Parse a command a work reply ran (segments joined with ` ; `).
+/// Parse a command a work reply ran (segments joined with ` ; `); passes
+/// are done once run and are not steps.
 pub fn parse_command(cmd: &str) -> Vec<Step> {
     cmd.split(" ; ")
+        .filter(|seg| !seg.starts_with("hoop pass"))
         .filter_map(|seg| {
             let (home, room) = home_and_room(seg)?;
             let ids_text = if seg.starts_with("hoop read") {
@@ -150,7 +236,12 @@ pub fn parse_command(cmd: &str) -> Vec<Step> {
                 .split(|c: char| !c.is_ascii_digit())
                 .filter_map(|t| t.parse().ok())
                 .collect();
-            let w = RoomWork { home, room, ids };
+            let w = RoomWork {
+                home,
+                room,
+                ids,
+                passes: vec![],
+            };
             Some(if seg.starts_with("hoop read") {
                 Step::Read(w)
             } else {
@@ -166,6 +257,8 @@ struct Seen {
     sent: bool,
     read_hint: bool,
     shown: Vec<i64>,
+    /// Shown messages to pass on rather than answer.
+    pass: Vec<(i64, &'static str)>,
 }
 
 /// Split a command's output by room: a line that is not a message line and
@@ -203,7 +296,11 @@ fn seen_by_room(output: &str, rooms: &[i64]) -> Vec<(i64, Seen)> {
             if let Some(id) = id
                 && line[1..].contains(" @")
             {
-                s.shown.push(id);
+                let text = line.split_once(": ").map_or("", |(_, t)| t);
+                match pass_reason(text) {
+                    Some(why) => s.pass.push((id, why)),
+                    None => s.shown.push(id),
+                }
             }
         }
     }
@@ -235,9 +332,15 @@ pub fn next_command(cmd: &str, output: &str) -> Option<String> {
                 w.ids.push(id);
             }
         }
+        if !s.pass.is_empty() {
+            next.push(pass_command(&RoomWork {
+                passes: s.pass,
+                ..w.clone()
+            }));
+        }
         if s.read_hint && !was_read {
             next.push(read_command(&w));
-        } else if was_read || w.ids.len() > ids_of(step).len() {
+        } else if (was_read && !w.ids.is_empty()) || w.ids.len() > ids_of(step).len() {
             next.push(say_command(&w));
         }
     }
@@ -253,7 +356,7 @@ fn ids_of(s: &Step) -> &[i64] {
 /// The first command of a work reply to a round's instructions.
 pub fn first_command(instructions: &str) -> Option<String> {
     let work = work_in_instructions(instructions);
-    let cmds: Vec<String> = work.iter().map(say_command).collect();
+    let cmds: Vec<String> = work.iter().flat_map(room_commands).collect();
     (!cmds.is_empty()).then(|| cmds.join(" ; "))
 }
 
@@ -309,18 +412,63 @@ hoop say --home bolt --room 4 \"<your reply>\"\n";
                 RoomWork {
                     home: "bolt".into(),
                     room: 1,
-                    ids: vec![12, 10]
+                    ids: vec![12, 10],
+                    passes: vec![],
                 },
                 RoomWork {
                     home: "bolt".into(),
                     room: 4,
-                    ids: vec![30]
+                    ids: vec![30],
+                    passes: vec![],
                 },
             ]
         );
         assert_eq!(
             first_command(INSTR).unwrap(),
             "hoop say --home bolt --room 1 \"answer to 12 10\" ; hoop say --home bolt --room 4 \"answer to 30\""
+        );
+    }
+
+    /// "That's all" and an @everyone are passed on, the rest answered;
+    /// the same in a refusal's printout.
+    #[test]
+    fn closing_words_and_everyone_are_passed_on() {
+        let instr = "📬 本轮指令\n\nConversation 3 (room \"x\"):\nTo answer, newest first:\n\
+- [message 22] @ada: @everyone standup in 5\n- [message 21] @ada: thanks, That's all for today\n\
+- [message 20] @ada: ⚠️ prod is down\n\
+hoop say --home bolt --room 3 \"<your reply>\"\n";
+        let cmd = first_command(instr).unwrap();
+        assert_eq!(
+            cmd,
+            "hoop say --home bolt --room 3 \"answer to 20\" ; \
+hoop pass --home bolt --room 3 --ids 22 \"an @everyone another member covers; not mine to answer\" ; \
+hoop pass --home bolt --room 3 --ids 21 \"the person closed the thread; nothing to answer\""
+        );
+        assert_eq!(passed_ids(&cmd), vec![22, 21]);
+        // A pass alone needs no say.
+        let only = "Conversation 3 (room \"x\"):\nTo answer, newest first:\n- [message 21] @ada: that's all\n\
+hoop say --home bolt --room 3 \"<your reply>\"\n";
+        assert_eq!(
+            first_command(only).unwrap(),
+            "hoop pass --home bolt --room 3 --ids 21 \"the person closed the thread; nothing to answer\""
+        );
+        // A refusal printed a closing message: passed, not answered.
+        let say = "hoop say --home bolt --room 3 \"answer to 20\"";
+        let out = "2 unread message(s) in room 3 — read them, then send again:\n#23 @ada: that's all, bye\n#24 @ada: one more q\n";
+        assert_eq!(
+            next_command(say, out).as_deref(),
+            Some(
+                "hoop pass --home bolt --room 3 --ids 23 \"the person closed the thread; nothing to answer\" ; hoop say --home bolt --room 3 \"answer to 20 24\""
+            )
+        );
+        // The pass's own output ends it.
+        let pass = "hoop pass --home bolt --room 3 --ids 23 \"x\"";
+        assert_eq!(
+            next_command(
+                pass,
+                "passed on #23 in room 3: recorded in this home, nothing posted\n"
+            ),
+            None
         );
     }
 

@@ -109,14 +109,91 @@ async fn unread_messages_are_printed_and_nothing_is_sent_then_the_next_say_goes(
     assert_eq!(say(&env, &a, room, &[], "done").await.code, 0);
 }
 
+/// Send `text` the way an agent does: the first say prints what is unread
+/// (and refuses), the second goes.
+async fn catch_up(env: &Env, a: &Agent, room: i64, text: &str) {
+    let out = say(env, a, room, &[], text).await;
+    if out.code == 2 {
+        let again = say(env, a, room, &[], text).await;
+        assert_eq!(again.code, 0, "{}{}", again.stdout, again.stderr);
+    } else {
+        assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    }
+}
+
+/// `--anyway` sends without the unread check, but the watermark moves only
+/// over what was printed: the messages it skipped stay unread (the sentinel
+/// offers them again; the next plain say prints them). Before, the mark
+/// jumped to the newest message, and the skipped ones counted as handled.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn anyway_sends_over_messages_read_one_by_one() {
+async fn anyway_sends_but_never_moves_the_watermark_over_what_it_skipped() {
     let env = Env::start().await;
     let (a, ann, room) = setup(&env).await;
-    env.post_as(room, ann.id, "hello").await;
+    let first = env.post_as(room, ann.id, "hello").await;
+    catch_up(&env, &a, room, "hi").await;
+    assert_eq!(watermark(&a, room), Some(first.id));
+    let mut skipped = vec![];
+    for i in 0..11 {
+        skipped.push(env.post_as(room, ann.id, &format!("q{i}")).await);
+    }
     let out = say(&env, &a, room, &["--anyway"], "read it, answering").await;
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(newest(&env, &a, room).await.body, "read it, answering");
+    assert_eq!(
+        watermark(&a, room),
+        Some(first.id),
+        "the mark stays below the skipped messages"
+    );
+    // The next plain say prints them, oldest first, and only then moves.
+    let out = say(&env, &a, room, &[], "and now").await;
+    assert_eq!(out.code, 2, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout.contains(&format!("#{} @ann: q0", skipped[0].id)),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        !out.stdout.contains("--anyway"),
+        "the refusal never suggests it: {}",
+        out.stdout
+    );
+    assert_eq!(watermark(&a, room), Some(skipped[7].id));
+}
+
+/// A room that never had a watermark is read back to its start, not just
+/// its newest page: the oldest unread are printed first, the mark stops at
+/// the newest printed, and the rest is named. Before, the newest 8 were
+/// read, taken as complete, and the mark jumped over q1..q4 unprinted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_room_without_a_watermark_is_read_from_its_start() {
+    let env = Env::start().await;
+    let (a, ann, room) = setup(&env).await;
+    let mut qs = vec![];
+    for i in 1..=12 {
+        qs.push(env.post_as(room, ann.id, &format!("q{i}")).await);
+    }
+    assert_eq!(watermark(&a, room), None);
+    let out = say(&env, &a, room, &[], "hello").await;
+    assert_eq!(out.code, 2, "{}{}", out.stdout, out.stderr);
+    for (i, m) in qs.iter().enumerate() {
+        assert_eq!(
+            out.stdout.contains(&format!("#{} @ann:", m.id)),
+            i < 8,
+            "q1..q8 printed, q9..q12 not yet: {}",
+            out.stdout
+        );
+    }
+    assert!(
+        out.stdout.contains("4 more unread after these"),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(
+        watermark(&a, room),
+        Some(qs[7].id),
+        "no further than printed"
+    );
+    assert_eq!(newest(&env, &a, room).await.id, qs[11].id, "nothing sent");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -161,7 +238,7 @@ async fn more_unread_than_the_window_are_shown_oldest_first_and_hoop_read_shows_
     let env = Env::start().await;
     let (a, ann, room) = setup(&env).await;
     let first = env.post_as(room, ann.id, "one").await;
-    assert_eq!(say(&env, &a, room, &["--anyway"], "seen").await.code, 0);
+    catch_up(&env, &a, room, "seen").await;
     assert_eq!(watermark(&a, room), Some(first.id));
     // Many messages arrive: more than one refusal shows.
     let mut burst = vec![];
@@ -219,7 +296,7 @@ async fn hoop_read_shows_the_unread_and_moves_the_watermark_over_them_only() {
     let env = Env::start().await;
     let (a, ann, room) = setup(&env).await;
     env.post_as(room, ann.id, "one").await;
-    assert_eq!(say(&env, &a, room, &["--anyway"], "seen").await.code, 0);
+    catch_up(&env, &a, room, "seen").await;
     let mut burst = vec![];
     for i in 0..15 {
         burst.push(env.post_as(room, ann.id, &format!("burst {i}")).await);

@@ -74,13 +74,20 @@ impl Rig {
     }
 }
 
-/// Whether process `pid` still exists (and is not a zombie).
+/// Whether process `pid` still exists (and is not a zombie), read from
+/// `/proc`. Without `/proc` it fails loudly: "gone" must never be the
+/// answer because the check could not look.
 pub fn alive(pid: u32) -> bool {
+    assert!(
+        std::path::Path::new("/proc/self/stat").exists(),
+        "/proc is missing: this check needs /proc (Linux)"
+    );
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Ok(s) => !s
             .rsplit_once(')')
             .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
-        Err(_) => false,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+        Err(e) => panic!("reading /proc/{pid}/stat: {e}"),
     }
 }
 

@@ -334,6 +334,15 @@ impl World {
             .collect()
     }
 
+    /// The bodies of the agent's messages, oldest first.
+    pub async fn agent_bodies(&self) -> Vec<String> {
+        self.agent_messages()
+            .await
+            .into_iter()
+            .map(|m| m.body)
+            .collect()
+    }
+
     pub fn cursor(&self) -> Option<i64> {
         let text = std::fs::read_to_string(self.home.cursors_path()).ok()?;
         let v: Value = serde_json::from_str(&text).ok()?;
@@ -482,6 +491,22 @@ impl Drop for Daemon {
     fn drop(&mut self) {
         self.kill9();
     }
+}
+
+/// Run a command to its end within [`WAIT`] (killed and a panic past it:
+/// a regression that hangs fails the suite instead of hanging it).
+pub async fn run_bounded(cmd: &mut tokio::process::Command) -> std::process::Output {
+    let child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("the command starts");
+    tokio::time::timeout(WAIT, child.wait_with_output())
+        .await
+        .unwrap_or_else(|_| panic!("{cmd:?} did not finish within {WAIT:?}"))
+        .expect("its output is read")
 }
 
 /// Poll an async condition until it holds (panics with `what` on timeout).

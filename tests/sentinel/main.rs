@@ -2,6 +2,7 @@
 //! child process, the real `claude` CLI (HOOP_CLAUDE_BIN) pointed at the
 //! model stand-in, and the reference backend on loopback.
 
+mod fates;
 mod harness;
 mod proxy;
 mod reliability;
@@ -28,11 +29,16 @@ async fn answers_a_mention_and_commits_the_cursor_after_the_turn() {
     let log = d.log_text();
     let rocket = log.lines().find(|l| l.contains("🚀")).unwrap();
     assert!(rocket.contains(HOME_NAME), "{rocket}");
-    // No override and no task.md: the field says exactly that (an override
-    // would add `*`, a task `+task`).
+    // No override and no task.md: each shipped part with the hash of its
+    // file (an override would add `*` and its own hash, a task `+task@…`).
     assert_eq!(
         field(rocket, "prompts"),
-        "core,workroom,multi_ai",
+        format!(
+            "core@{},workroom@{},multi_ai@{}",
+            shipped_hash("core.md"),
+            shipped_hash("workroom.md"),
+            shipped_hash("multi_ai.md")
+        ),
         "{rocket}"
     );
     assert_eq!(field(rocket, "cold_compact"), "400000", "{rocket}");
@@ -98,11 +104,12 @@ async fn one_daemon_per_home_and_the_next_takes_over_after_kill_9() {
     let w = World::new(Opts::default()).await;
     let mut first = w.spawn();
     first.wait_log("🚀").await;
-    let second = std::process::Command::new(env!("CARGO_BIN_EXE_hoop"))
-        .args(["sentinel", "run", "--home", HOME_NAME])
-        .env("HOOP_ROOT", w.root.path())
-        .output()
-        .unwrap();
+    let second = run_bounded(
+        tokio::process::Command::new(env!("CARGO_BIN_EXE_hoop"))
+            .args(["sentinel", "run", "--home", HOME_NAME])
+            .env("HOOP_ROOT", w.root.path()),
+    )
+    .await;
     assert_eq!(second.status.code(), Some(3), "a second instance must exit");
     let err = String::from_utf8_lossy(&second.stderr);
     assert!(err.contains("already runs home"), "{err}");
@@ -176,18 +183,15 @@ async fn failures_back_off_and_only_the_second_posts_the_note() {
             .any(|m| m.body == "sorry for the wait")
     })
     .await;
-    let notes: Vec<_> = w
-        .agent_messages()
-        .await
-        .into_iter()
-        .filter(|m| hoop_core::gates::is_failure_report(&m.body))
-        .collect();
+    // Exactly one note, on the second failure, then the answer.
+    let mine = w.agent_bodies().await;
     assert_eq!(
-        notes.len(),
-        1,
-        "exactly one note, on the second failure: {notes:?}"
+        mine,
+        vec![
+            "⚠️ this round failed; I am still online".to_string(),
+            "sorry for the wait".to_string()
+        ]
     );
-    assert_eq!(notes[0].body, "⚠️ this round failed; I am still online");
     d.wait_log("📌 cursor committed").await;
     assert!(w.cursor() >= Some(asked.id));
     // The cursor was never committed by a failed turn: the message was
@@ -197,6 +201,7 @@ async fn failures_back_off_and_only_the_second_posts_the_note() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dead_login_posts_one_obituary_per_hour_and_remembers_it() {
+    let started = hoop_core::clock::now_unix();
     let w = World::new(Opts::default()).await;
     w.standin.set_default(Reply::auth_error());
     let mut d = w.spawn();
@@ -222,8 +227,23 @@ async fn dead_login_posts_one_obituary_per_hour_and_remembers_it() {
             .iter()
             .any(|m| m.body.starts_with("⚠️"))
     );
-    let state = std::fs::read_to_string(w.home.dir().join("obituaries.json")).unwrap();
-    assert!(state.contains(':'), "{state}");
+    // The posting is remembered per cause: the cause the CLI's 401 gives,
+    // at a time between the start of this test and now.
+    let state: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(w.home.dir().join("obituaries.json")).unwrap(),
+    )
+    .unwrap();
+    let causes = state.as_object().expect("an object of causes");
+    assert_eq!(
+        causes.keys().collect::<Vec<_>>(),
+        vec!["invalid api key"],
+        "{state}"
+    );
+    let at = causes["invalid api key"].as_i64().expect("unix seconds");
+    assert!(
+        (started..=hoop_core::clock::now_unix()).contains(&at),
+        "{at} not within the test ({started}..)"
+    );
     // A restart within the hour does not post it again.
     d.kill9();
     let mut d2 = w.spawn();
@@ -292,6 +312,18 @@ async fn a_busy_turn_lock_retries_the_round() {
     .await;
 }
 
+/// The first 8 hex digits of the SHA-256 of `text`.
+fn hash8(text: &str) -> String {
+    use sha2::{Digest, Sha256};
+    hex::encode(Sha256::digest(text.as_bytes()))[..8].to_string()
+}
+
+/// [`hash8`] of a prompt part as shipped in `sentinel/prompts/`.
+fn shipped_hash(file: &str) -> String {
+    let path = format!("{}/sentinel/prompts/{file}", env!("CARGO_MANIFEST_DIR"));
+    hash8(&std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}")))
+}
+
 /// The value of `name=` in a log line (up to the next space).
 fn field<'a>(line: &'a str, name: &str) -> &'a str {
     let key = format!(" {name}=");
@@ -317,12 +349,38 @@ fn turn_lock_busy(w: &World) -> bool {
     matches!(f.try_lock(), Err(std::fs::TryLockError::WouldBlock))
 }
 
-/// Whether process `pid` exists (and is not a zombie).
+/// Whether process `pid` exists (and is not a zombie), read from `/proc`.
+/// Without `/proc` it fails loudly: "no such process" must never be the
+/// answer because the check could not look.
 fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-        !s.rsplit_once(')')
-            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
-    })
+    alive_in(std::path::Path::new("/proc"), pid)
+}
+
+fn alive_in(proc: &std::path::Path, pid: u32) -> bool {
+    assert!(
+        proc.join("self/stat").exists(),
+        "{} is missing: this check needs /proc (Linux)",
+        proc.display()
+    );
+    match std::fs::read_to_string(proc.join(format!("{pid}/stat"))) {
+        Ok(s) => !s
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+        Err(e) => panic!("reading {}/{pid}/stat: {e}", proc.display()),
+    }
+}
+
+#[test]
+#[should_panic(expected = "this check needs /proc")]
+fn alive_fails_loudly_without_proc() {
+    alive_in(std::path::Path::new("/no/such/proc"), 1);
+}
+
+#[test]
+fn alive_tells_a_live_process_from_a_gone_one() {
+    assert!(alive(std::process::id()));
+    assert!(!alive(u32::MAX / 2), "no such pid");
 }
 
 fn agent_pid(w: &World) -> Option<u32> {
@@ -537,7 +595,13 @@ async fn home_prompt_overrides_and_task_reach_the_preamble_and_heartbeats_flow()
     let rocket = log.lines().find(|l| l.contains("🚀")).unwrap();
     assert_eq!(
         field(rocket, "prompts"),
-        "core*,workroom,multi_ai+task",
+        format!(
+            "core*@{},workroom@{},multi_ai@{}+task@{}",
+            hash8("CORE-OVERRIDE-MARK"),
+            shipped_hash("workroom.md"),
+            shipped_hash("multi_ai.md"),
+            hash8("TASK-MARK: watch the nightly build")
+        ),
         "{rocket}"
     );
     w.post("@bolt hi", false).await;
@@ -591,12 +655,11 @@ async fn a_turn_that_runs_out_of_time_is_a_failure_not_a_death() {
     .await;
     let log = d.log_text();
     assert!(log.contains("class=Timeout"), "{log}");
-    let mine = w.agent_messages().await;
-    assert!(
-        !mine
-            .iter()
-            .any(|m| hoop_core::gates::is_failure_report(&m.body)),
-        "one timeout is one failure: no note, no obituary: {mine:?}\n{log}"
+    let mine = w.agent_bodies().await;
+    assert_eq!(
+        mine,
+        vec!["on time now".to_string()],
+        "one timeout is one failure: no note, no obituary\n{log}"
     );
     d.wait_log("📌 cursor committed").await;
     assert!(w.cursor() >= Some(asked.id));

@@ -8,6 +8,7 @@ use crate::harness::*;
 use hoop_api::admin::CreateUser;
 use hoop_api::types::Message;
 use hoop_standin::Reply;
+use hoop_standin::work::work_in_instructions;
 
 /// Every message a person posted is answered once, by id (see
 /// [`assert_answered_once_by`]).
@@ -49,11 +50,20 @@ impl Lcg {
 async fn kill_9_at_random_points_never_loses_or_doubles_a_message() {
     let w = World::new(Opts::default()).await;
     w.standin.set_default(Reply::Work);
-    let seed = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos() as u64;
-    eprintln!("kill -9 schedule seed: {seed}");
+    let seed = std::env::var(SEED_ENV)
+        .ok()
+        .map(|s| {
+            s.trim()
+                .parse::<u64>()
+                .unwrap_or_else(|e| panic!("{SEED_ENV}={s:?} is not a number: {e}"))
+        })
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64
+        });
+    eprintln!("kill -9 schedule seed: {seed} (replay it with {SEED_ENV}={seed})");
     let mut rng = Lcg(seed);
     let mut d = w.spawn();
     d.ready().await;
@@ -68,8 +78,13 @@ async fn kill_9_at_random_points_never_loses_or_doubles_a_message() {
         d.ready().await;
     }
     until("every question answered", || all_answered(&w)).await;
-    // Let any straggler (a second answer) show up before judging.
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    // Judge once the daemon has settled everything up to the newest message
+    // (a straggler's second answer would be before it, or move it).
+    until("the cursor at the newest message", || async {
+        let newest = w.messages().await.last().map(|m| m.id);
+        newest.is_some() && w.cursor() == newest
+    })
+    .await;
     let msgs = w.messages().await;
     let logs = w.all_logs();
     eprintln!(
@@ -78,12 +93,10 @@ async fn kill_9_at_random_points_never_loses_or_doubles_a_message() {
         logs.matches("🧠 turn started").count()
     );
     assert_each_answered_once(&w, &msgs);
-    let newest = msgs.last().unwrap().id;
-    until("the cursor at the newest message", || async {
-        w.cursor() == Some(newest)
-    })
-    .await;
 }
+
+/// The environment variable that replays a kill -9 schedule.
+const SEED_ENV: &str = "HOOP_TEST_SEED";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn backend_restarts_and_websocket_drops_lose_nothing() {
@@ -184,30 +197,50 @@ async fn after_downtime_it_pages_back_to_the_cursor_and_says_when_it_gave_up() {
     d.wait_log("📌 cursor committed").await;
     d.kill9();
 
-    // 20 messages while down: two pages back, nothing missed.
+    // 20 messages while down: two pages back, nothing missed; every one is
+    // offered in the first round and answered once, by id.
     let ids = post_as(20, "backlog").await;
+    w.standin.set_default(Reply::Work);
     let before = w.standin.request_count();
     let mut d = w.spawn();
     d.ready().await;
+    let answers = || async {
+        let mut n: std::collections::BTreeMap<i64, usize> = Default::default();
+        for m in w.agent_messages().await {
+            for id in hoop_standin::work::answered_ids(&m.body) {
+                *n.entry(id).or_default() += 1;
+            }
+        }
+        n
+    };
     until("backlog answered", || async {
-        w.messages()
-            .await
-            .last()
-            .is_some_and(|m| m.sender_id == w.agent.id)
+        let n = answers().await;
+        ids.iter().all(|id| n.contains_key(id))
     })
     .await;
-    let req = &w.standin.requests()[before];
-    let text = req.last_user_text();
-    assert!(
-        text.contains(&format!("[message {}]", ids[0])),
-        "the oldest is offered: {text}"
+    let text = w.standin.requests()[before].last_user_text();
+    let offered: Vec<i64> = work_in_instructions(&text)
+        .into_iter()
+        .flat_map(|r| r.ids)
+        .collect();
+    let mut offered_sorted = offered.clone();
+    offered_sorted.sort_unstable();
+    assert_eq!(
+        offered_sorted, ids,
+        "all 20 offered in the first round: {text}"
     );
     assert!(!text.contains("older messages may have been missed"));
     d.wait_log_count("📌 cursor committed", 1).await;
+    let n = answers().await;
+    for id in &ids {
+        assert_eq!(n.get(id), Some(&1), "message {id} answered once: {n:?}");
+    }
     d.kill9();
+    w.standin.set_default(Reply::bash(w.say_cmd("ack"), "ok"));
 
-    // 70 while down: beyond 1 + 3 pages of 15 → said in the log and the instructions.
-    post_as(70, "flood").await;
+    // 70 while down: beyond 1 + 3 pages of 15 → said in the log and the
+    // instructions, and exactly the newest 60 (the four pages) are offered.
+    let flood = post_as(70, "flood").await;
     let before = w.standin.request_count();
     let mut d = w.spawn();
     d.ready().await;
@@ -224,6 +257,16 @@ async fn after_downtime_it_pages_back_to_the_cursor_and_says_when_it_gave_up() {
         "{text}"
     );
     assert!(d.log_text().contains("older messages may have been missed"));
+    let mut offered: Vec<i64> = work_in_instructions(&text)
+        .into_iter()
+        .flat_map(|r| r.ids)
+        .collect();
+    offered.sort_unstable();
+    assert_eq!(
+        offered,
+        flood[10..].to_vec(),
+        "the newest 60, no more: {text}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -551,14 +551,32 @@ impl Driver {
     /// `user_message` is the turn's one user line (it must not start with
     /// `-`).
     pub async fn run_turn(&mut self, preamble: &str, user_message: &str) -> TurnReport {
+        self.run_turn_showing(preamble, user_message, &|| {}).await
+    }
+
+    /// [`Driver::run_turn`], calling `shown` each time the user line is
+    /// about to be written to a RUNNING agent process (remember, then
+    /// print): never for a turn whose process could not start or had
+    /// already ended. A turn retried on a fresh session calls it again.
+    pub async fn run_turn_showing(
+        &mut self,
+        preamble: &str,
+        user_message: &str,
+        shown: &(dyn Fn() + Send + Sync),
+    ) -> TurnReport {
         let started = std::time::Instant::now();
-        let mut report = self.run_turn_inner(preamble, user_message).await;
+        let mut report = self.run_turn_inner(preamble, user_message, shown).await;
         report.elapsed = started.elapsed();
         self.last_active = std::time::Instant::now();
         report
     }
 
-    async fn run_turn_inner(&mut self, preamble: &str, user_message: &str) -> TurnReport {
+    async fn run_turn_inner(
+        &mut self,
+        preamble: &str,
+        user_message: &str,
+        shown: &(dyn Fn() + Send + Sync),
+    ) -> TurnReport {
         if user_message.trim_start().starts_with('-') {
             return TurnReport::new(Outcome::Failed {
                 reason: "the user message starts with '-', which the CLI would read as an option"
@@ -584,7 +602,7 @@ impl Driver {
         self.detect_auto_off(&mut sw, &before, &mut report);
 
         let mut attempt = self
-            .attempt(preamble, user_message, &sw, &session, &mut report)
+            .attempt(preamble, user_message, &sw, &session, &mut report, shown)
             .await;
         self.note_session(&attempt.log);
         if attempt.outcome.needs_fresh_session() {
@@ -598,7 +616,7 @@ impl Driver {
             match self.mint(&sw, &mut report).await {
                 Ok(fresh) => {
                     attempt = self
-                        .attempt(preamble, user_message, &sw, &fresh, &mut report)
+                        .attempt(preamble, user_message, &sw, &fresh, &mut report, shown)
                         .await;
                 }
                 Err(o) => attempt.outcome = o,
@@ -657,6 +675,7 @@ impl Driver {
         sw: &Switches,
         session: &str,
         report: &mut TurnReport,
+        shown: &(dyn Fn() + Send + Sync),
     ) -> Attempt {
         let failed = |outcome| Attempt {
             outcome,
@@ -690,6 +709,9 @@ impl Driver {
             };
             let mut log = TurnLog::default();
             let mark = live.proc.stderr_mark();
+            if live.proc.try_exit().is_none() {
+                shown();
+            }
             let sent = live.proc.send(&user_line(message)).await;
             let end = match sent {
                 Ok(()) => live.proc.read_turn(&mut log, deadline).await,
@@ -705,7 +727,7 @@ impl Driver {
                 Ok(p) => p,
                 Err(o) => return failed(o),
             };
-            self.one_shot(proc, message).await
+            self.one_shot(proc, message, Some(shown)).await
         }
     }
 
@@ -713,9 +735,19 @@ impl Driver {
     /// `result`, wait for the exit (killing the group at the deadline or
     /// when it does not end by itself), and judge. Per-turn mode, mints and
     /// the cold-start compaction all run this way.
-    async fn one_shot(&mut self, mut proc: AgentProcess, line: &str) -> Attempt {
+    async fn one_shot(
+        &mut self,
+        mut proc: AgentProcess,
+        line: &str,
+        shown: Option<&(dyn Fn() + Send + Sync)>,
+    ) -> Attempt {
         let deadline = Instant::now() + self.cfg.turn_timeout;
         let mut log = TurnLog::default();
+        if let Some(shown) = shown
+            && proc.try_exit().is_none()
+        {
+            shown();
+        }
         let end = match proc.send(&user_line(line)).await {
             Ok(()) => {
                 proc.close_stdin();
@@ -805,7 +837,7 @@ impl Driver {
         let model = self.cfg.fresh_session_model.clone();
         let spec = self.spec("", sw, &id, &model);
         let proc = self.spawn(&spec, report)?;
-        let a = self.one_shot(proc, MINT_MESSAGE).await;
+        let a = self.one_shot(proc, MINT_MESSAGE, None).await;
         report.garbage_lines += a.log.garbage_lines;
         let outcome = a.outcome;
         if !outcome.is_ok() {
@@ -841,7 +873,7 @@ impl Driver {
         let mut report = TurnReport::new(Outcome::Ok);
         let outcome = match self.spawn(&spec, &mut report) {
             Ok(proc) => {
-                let a = self.one_shot(proc, COMPACT_COMMAND).await;
+                let a = self.one_shot(proc, COMPACT_COMMAND, None).await;
                 if a.outcome.is_ok() && a.log.manual_compacts == 0 {
                     Outcome::Failed {
                         reason: "/compact ended without a compact boundary".into(),

@@ -1,19 +1,25 @@
 //! The cycle: collects kicks, debounces them (a burst becomes one round),
 //! fires the alarm (a full pull even without an event, catching whatever the
-//! WebSocket missed), and runs rounds one at a time. A busy turn lock retries
-//! in 60 s; a failed turn waits out its backoff; a round that could not reach
-//! the backend, and a room that could not be read, wait for the next kick or
-//! alarm ([`after_round`] decides, a pure function).
+//! WebSocket missed), and runs rounds one at a time. What comes after a
+//! round is [`after_round`], a pure function: a busy turn lock retries in
+//! 60 s; a usage limit or a dead login holds every room (the account cannot
+//! answer anywhere); a room that failed, stayed silent, could not be read
+//! or still waits out its backoff is looked at again at ITS own time — one
+//! room never delays another; a round that could not reach the backend at
+//! all waits for the next kick or alarm.
 //!
 //! Patrol fires ([`super::patrol`]) queue beside the kicks. Pending message
 //! work always goes first ([`pick`]), and kicks that arrived during a turn
 //! are collected before the next pick, so a message waits behind at most
-//! the one patrol turn already running. Both kinds of round share the turn
-//! lock, the failure streak and its backoff.
+//! the one patrol turn already running. A failed patrol turn holds only the
+//! patrols (it has no room); a usage limit or a dead login in either kind
+//! of round holds both.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
+
+use hoop_api::types::ConversationId;
 
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::time::{Instant, sleep_until};
@@ -22,8 +28,8 @@ use super::Kick;
 use super::patrol::{InFlight, PatrolFire};
 use crate::agent::Agent;
 use crate::config::Timings;
-use crate::plan::RoomFailures;
-use crate::policy::Streak;
+use crate::plan::RoomBook;
+use crate::policy::{Streak, TurnClass};
 use crate::round::{self, RoundCtx, RoundOutcome, RoundReport, Targets};
 use crate::state::{RoundResult, StatusBoard};
 
@@ -131,15 +137,20 @@ pub enum Job {
 
 /// Take what already arrived (kicks that rang during the last turn), then
 /// [`pick`]; `None` when the kick sender is gone.
+/// `patrols_held`: the patrols wait out a backoff of their own.
 fn next_job(
     inbox: &mut Inbox,
     pending: &mut Targets,
     queue: &mut VecDeque<PatrolFire>,
+    patrols_held: bool,
 ) -> Option<Job> {
     if !inbox.drain(pending, queue) {
         return None;
     }
-    Some(pick(!pending.is_empty(), !queue.is_empty()))
+    Some(pick(
+        !pending.is_empty(),
+        !queue.is_empty() && !patrols_held,
+    ))
 }
 
 /// Message work first, always; a patrol only when no message waits. With
@@ -160,19 +171,22 @@ pub fn pick(messages_pending: bool, patrols_queued: bool) -> Job {
 pub struct Next {
     /// Run again with these (merged into the pending targets) ...
     pub retry: Targets,
-    /// ... but not before this much time has passed.
+    /// ... but not before this much time has passed (every room waits).
     pub wait: Option<Duration>,
     /// Kept aside until the next kick or alarm.
     pub park: Targets,
+    /// Rooms looked at again at a time of their own.
+    pub timers: BTreeMap<ConversationId, std::time::Instant>,
 }
 
 /// The cycle's rule after a round: a busy turn lock retries every target
-/// after `turn_lock_retry`; a turn with a backoff retries every target after
-/// it; a round that could not be planned parks every target; rooms that
-/// could not be read are parked in every case.
+/// after `turn_lock_retry`; an account-wide backoff (a usage limit, a dead
+/// login) retries every target after it; a round that could not be planned
+/// parks every target; every room the round set aside (a failed pull, a
+/// failed or silent reply, a room in its backoff) gets a timer of its own.
 pub fn after_round(timings: &Timings, targets: Targets, report: &RoundReport) -> Next {
     let mut next = Next {
-        park: report.failed_rooms.clone(),
+        timers: report.retry_at.clone(),
         ..Next::default()
     };
     match &report.outcome {
@@ -190,6 +204,39 @@ pub fn after_round(timings: &Timings, targets: Targets, report: &RoundReport) ->
         RoundOutcome::Error(_) => next.park.merge(targets),
     }
     next
+}
+
+/// After a patrol round: how long every round waits (a usage limit or a
+/// dead login: the account cannot answer anywhere), and how long only the
+/// patrols wait (a failed patrol turn: a patrol has no room, and no room
+/// waits on it).
+pub fn after_patrol(outcome: &RoundOutcome) -> (Option<Duration>, Option<Duration>) {
+    match outcome {
+        RoundOutcome::Turn { class, after } => match class {
+            TurnClass::Limit | TurnClass::AuthDead { .. } => (after.backoff, None),
+            _ => (None, after.backoff),
+        },
+        _ => (None, None),
+    }
+}
+
+/// The earliest timer.
+fn earliest(timers: &BTreeMap<ConversationId, std::time::Instant>) -> Option<Instant> {
+    timers.values().min().map(|t| Instant::from_std(*t))
+}
+
+/// Move the rooms whose time has come from `timers` into `pending`.
+fn due(timers: &mut BTreeMap<ConversationId, std::time::Instant>, pending: &mut Targets) {
+    let now = std::time::Instant::now();
+    let ready: Vec<ConversationId> = timers
+        .iter()
+        .filter(|(_, t)| **t <= now)
+        .map(|(r, _)| *r)
+        .collect();
+    for r in ready {
+        timers.remove(&r);
+        pending.conversations.insert(r);
+    }
 }
 
 pub async fn run<A: Agent>(
@@ -217,22 +264,37 @@ pub async fn run<A: Agent>(
     // Targets of a round that could not reach the backend: retried with the
     // next kick or alarm, not in a tight loop.
     let mut parked = Targets::default();
+    // Every room waits until then (busy lock, usage limit, dead login).
     let mut not_before: Option<Instant> = None;
+    // Only the patrols wait until then (a failed patrol turn).
+    let mut patrols_not_before: Option<Instant> = None;
+    // Rooms looked at again at their own time.
+    let mut timers: BTreeMap<ConversationId, std::time::Instant> = BTreeMap::new();
     let mut next_alarm = Instant::now() + timings.alarm;
     let mut streak = Streak::default();
-    let mut rooms = RoomFailures::default();
+    let mut book = RoomBook::default();
     loop {
         // Whatever rang during the last turn is seen before the next pick.
         if !inbox.drain(&mut pending, &mut queue) {
             return;
         }
-        if pending.is_empty() && queue.is_empty() {
+        due(&mut timers, &mut pending);
+        let patrol_ready = |q: &VecDeque<PatrolFire>, nb: Option<Instant>| {
+            !q.is_empty() && nb.is_none_or(|t| Instant::now() >= t)
+        };
+        if pending.is_empty() && !patrol_ready(&queue, patrols_not_before) {
+            let timer = earliest(&timers);
+            let patrol_at = patrols_not_before.filter(|_| !queue.is_empty());
             tokio::select! {
                 g = inbox.recv() => if !take(g, &mut pending, &mut queue) { return },
                 _ = sleep_until(next_alarm) => {
                     tracing::debug!("⏰ alarm: full pull");
                     pending.all = true;
                 }
+                _ = sleep_until(timer.unwrap_or(next_alarm)), if timer.is_some() => {
+                    due(&mut timers, &mut pending);
+                }
+                _ = sleep_until(patrol_at.unwrap_or(next_alarm)), if patrol_at.is_some() => {}
             }
             if !pending.is_empty() {
                 pending.merge(std::mem::take(&mut parked));
@@ -255,13 +317,15 @@ pub async fn run<A: Agent>(
             return;
         }
         let now = Instant::now();
-        if now >= next_alarm {
+        if now >= next_alarm && !pending.all {
+            tracing::debug!("⏰ alarm: full pull");
             pending.all = true;
         }
-        let Some(job) = next_job(&mut inbox, &mut pending, &mut queue) else {
+        let held = patrols_not_before.is_some_and(|t| Instant::now() < t);
+        let Some(job) = next_job(&mut inbox, &mut pending, &mut queue, held) else {
             return;
         };
-        let outcome = match job {
+        let (outcome, gave_up) = match job {
             Job::Nothing => continue,
             Job::Messages => {
                 if pending.all {
@@ -269,20 +333,21 @@ pub async fn run<A: Agent>(
                 }
                 let targets = std::mem::take(&mut pending);
                 tracing::debug!(?targets, "round");
-                let report = round::run(&ctx, &agent, &targets, &mut streak, &mut rooms).await;
+                let report = round::run(&ctx, &agent, &targets, &mut streak, &mut book).await;
                 let next = after_round(&timings, targets, &report);
                 if let Some(w) = next.wait {
                     if matches!(report.outcome, RoundOutcome::Turn { .. }) {
                         tracing::info!(
                             secs = w.as_secs_f64(),
-                            "round will be retried after backoff"
+                            "every room waits: the account cannot answer anywhere now"
                         );
                     }
                     not_before = Some(Instant::now() + w);
                 }
                 pending.merge(next.retry);
                 parked.merge(next.park);
-                report.outcome
+                timers.extend(next.timers);
+                (report.outcome, report.gave_up)
             }
             Job::Patrol => {
                 let Some(fire) = queue.pop_front() else {
@@ -294,22 +359,35 @@ pub async fn run<A: Agent>(
                         .unwrap_or_else(|e| e.into_inner())
                         .remove(&fire.name);
                 }
-                // The failure policy is shared: a failed patrol turn backs
-                // off every round. A patrol round is never retried; its next
-                // tick offers it again.
-                if let RoundOutcome::Turn { after, .. } = &outcome
-                    && let Some(b) = after.backoff
-                {
-                    tracing::info!(secs = b.as_secs_f64(), "rounds wait out the backoff");
+                // A patrol round is never retried; its next tick offers it again.
+                let (all, patrols) = after_patrol(&outcome);
+                if let Some(b) = all {
+                    tracing::info!(secs = b.as_secs_f64(), "every round waits out the backoff");
                     not_before = Some(Instant::now() + b);
                 }
-                outcome
+                if let Some(b) = patrols {
+                    tracing::info!(
+                        secs = b.as_secs_f64(),
+                        "patrol rounds wait out the backoff; message rounds go on"
+                    );
+                    patrols_not_before = Some(Instant::now() + b);
+                }
+                (outcome, vec![])
             }
         };
+        for g in &gave_up {
+            tracing::warn!(
+                conversation = g.conversation_id,
+                message = g.message_id,
+                "given up after {} offers without a reply or a pass",
+                g.offers
+            );
+        }
         board.update(|s| {
             s.last_round_at = Some(hoop_core::clock::now_unix());
             s.last_round_result = Some(RoundResult::of(&outcome));
-            s.consecutive_failures = streak.failures;
+            s.consecutive_failures = book.worst_failures().max(streak.failures);
+            s.add_gave_up(gave_up);
         });
     }
 }
@@ -329,12 +407,8 @@ mod tests {
     #[test]
     fn after_round_table() {
         let timings = Timings::default();
-        let turn = |backoff: Option<Duration>| RoundOutcome::Turn {
-            class: if backoff.is_some() {
-                TurnClass::Failed
-            } else {
-                TurnClass::Ok
-            },
+        let turn = |class: TurnClass, backoff: Option<Duration>| RoundOutcome::Turn {
+            class,
             after: AfterTurn {
                 commit: backoff.is_none(),
                 backoff,
@@ -343,83 +417,119 @@ mod tests {
             },
         };
         let b = Duration::from_secs(300);
-        // (outcome, failed rooms, want retry, want wait, want park, why)
+        let at = std::time::Instant::now() + Duration::from_secs(60);
+        let timers = |rooms: &[i64]| -> BTreeMap<i64, std::time::Instant> {
+            rooms.iter().map(|r| (*r, at)).collect()
+        };
+        // (outcome, rooms set aside, want retry, want wait, want park, want timers, why)
         type Case = (
             RoundOutcome,
-            Targets,
+            &'static [i64],
             Targets,
             Option<Duration>,
             Targets,
+            &'static [i64],
             &'static str,
         );
         let cases: Vec<Case> = vec![
             (
                 RoundOutcome::Quiet,
-                t(false, &[]),
+                &[],
                 t(false, &[]),
                 None,
                 t(false, &[]),
+                &[],
                 "quiet: nothing more",
             ),
             (
                 RoundOutcome::Busy,
-                t(false, &[]),
+                &[],
                 t(false, &[1, 2]),
                 Some(timings.turn_lock_retry),
                 t(false, &[]),
+                &[],
                 "busy lock: every target again after the retry delay",
             ),
             (
-                turn(Some(b)),
-                t(false, &[]),
+                turn(TurnClass::Limit, Some(b)),
+                &[],
                 t(false, &[1, 2]),
                 Some(b),
                 t(false, &[]),
-                "failed turn: every target again after its backoff",
+                &[],
+                "a usage limit: every target again after the account's backoff",
             ),
             (
-                turn(None),
-                t(false, &[]),
+                turn(TurnClass::Failed, None),
+                &[1],
                 t(false, &[]),
                 None,
                 t(false, &[]),
-                "good turn: done",
+                &[1],
+                "a failed room waits on its own timer; room 2 waits for nothing",
+            ),
+            (
+                turn(TurnClass::Ok, None),
+                &[2],
+                t(false, &[]),
+                None,
+                t(false, &[]),
+                &[2],
+                "a silent or unreadable room gets its own timer",
             ),
             (
                 RoundOutcome::Error("down".into()),
-                t(false, &[]),
+                &[],
                 t(false, &[]),
                 None,
                 t(false, &[1, 2]),
+                &[],
                 "not planned: parked until the next kick or alarm",
             ),
             (
-                turn(None),
-                t(false, &[2]),
-                t(false, &[]),
-                None,
-                t(false, &[2]),
-                "a room that could not be read is parked, the others went on",
-            ),
-            (
                 RoundOutcome::Busy,
-                t(false, &[2]),
+                &[2],
                 t(false, &[1, 2]),
                 Some(timings.turn_lock_retry),
-                t(false, &[2]),
-                "busy and a failed room: both",
+                t(false, &[]),
+                &[2],
+                "busy and a room set aside: both",
             ),
         ];
-        for (outcome, failed_rooms, retry, wait, park, why) in cases {
+        for (outcome, aside, retry, wait, park, want_timers, why) in cases {
             let report = RoundReport {
                 outcome,
-                failed_rooms,
+                retry_at: timers(aside),
+                gave_up: vec![],
             };
             let next = after_round(&timings, t(false, &[1, 2]), &report);
             assert_eq!(next.retry, retry, "{why}");
             assert_eq!(next.wait, wait, "{why}");
             assert_eq!(next.park, park, "{why}");
+            assert_eq!(next.timers, timers(want_timers), "{why}");
         }
+    }
+
+    #[test]
+    fn a_failed_patrol_holds_only_the_patrols() {
+        let turn = |class: TurnClass| RoundOutcome::Turn {
+            class,
+            after: AfterTurn {
+                commit: false,
+                backoff: Some(Duration::from_secs(60)),
+                post_failure_notice: false,
+                obituary_cause: None,
+            },
+        };
+        let m = Some(Duration::from_secs(60));
+        assert_eq!(after_patrol(&turn(TurnClass::Failed)), (None, m));
+        assert_eq!(after_patrol(&turn(TurnClass::Timeout)), (None, m));
+        assert_eq!(after_patrol(&turn(TurnClass::Limit)), (m, None));
+        assert_eq!(
+            after_patrol(&turn(TurnClass::AuthDead { cause: "x".into() })),
+            (m, None)
+        );
+        assert_eq!(after_patrol(&RoundOutcome::Busy), (None, None));
     }
 
     #[test]
@@ -456,7 +566,7 @@ mod tests {
         fire_tx.send(fire("c")).unwrap();
         kick_tx.send(Kick::Conversation(7)).unwrap();
         assert_eq!(
-            next_job(&mut inbox, &mut pending, &mut queue),
+            next_job(&mut inbox, &mut pending, &mut queue, false),
             Some(Job::Messages)
         );
         assert_eq!(pending, t(false, &[7]));
@@ -466,11 +576,11 @@ mod tests {
         );
         pending = Targets::default();
         assert_eq!(
-            next_job(&mut inbox, &mut pending, &mut queue),
+            next_job(&mut inbox, &mut pending, &mut queue, false),
             Some(Job::Patrol)
         );
         drop(kick_tx);
-        assert_eq!(next_job(&mut inbox, &mut pending, &mut queue), None);
+        assert_eq!(next_job(&mut inbox, &mut pending, &mut queue, false), None);
     }
 
     #[test]
