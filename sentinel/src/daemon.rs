@@ -263,6 +263,11 @@ where
             home.name.clone(),
         ));
     }
+    // The card tools' usage snapshots (`hoop card-snapshot`), on loopback.
+    if let Some((listener, addr)) = crate::usage::bind_snapshots(&home).await {
+        tracing::info!(%addr, "card snapshot endpoint on loopback");
+        set.spawn(crate::usage::serve_snapshots(listener, ctx.clone()));
+    }
     set.spawn(tasks::lease::run(
         client.clone(),
         current_card,
