@@ -374,6 +374,13 @@ async fn post(ctx: &RoundCtx, card_id: Option<CardId>, totals: Option<&Usage>, w
 
 // ---------------------------------------------------------------- card tools
 
+// The hook gives up before Claude Code would stop it, and waits for the
+// call's transcript line for less than it waits in all.
+const _: () = assert!(
+    CARD_SNAPSHOT_CALL_WAIT.as_millis() < CARD_SNAPSHOT_TIMEOUT.as_millis()
+        && CARD_SNAPSHOT_TIMEOUT.as_secs() < hoop_guards::install::CARD_SNAPSHOT_HOOK_TIMEOUT_SECS
+);
+
 /// The card tools whose call ends or starts a card, by their MCP name's
 /// last part (`mcp__<server>__<tool>`); `work_task_progress` counts only
 /// when its input claims.
@@ -700,6 +707,199 @@ mod tests {
             assert_eq!(r.tokens_cached_in, c, "cached {totals:?}");
             assert_eq!(r.tokens_out, o, "out {totals:?}");
         }
+    }
+
+    /// A transcript line of one API response, written from `cwd`.
+    fn line(id: &str, cwd: &Path, input: u64, read: u64, out: u64) -> String {
+        format!(
+            r#"{{"type":"assistant","timestamp":"2026-12-03T10:00:00Z","sessionId":"s","cwd":"{}","requestId":"r-{id}","message":{{"id":"{id}","model":"claude-opus-4-8","usage":{{"input_tokens":{input},"cache_read_input_tokens":{read},"output_tokens":{out}}}}}}}"#,
+            cwd.display()
+        )
+    }
+
+    fn put(claude_dir: &Path, cwd: &Path, file: &str, lines: &[String]) -> PathBuf {
+        let dir = claude_dir
+            .join("projects")
+            .join(hoop_meter::claude_dirs::project_slug(
+                &cwd.to_string_lossy(),
+            ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join(file);
+        std::fs::write(&p, lines.join("\n") + "\n").unwrap();
+        p
+    }
+
+    fn reported(r: &Reading) -> (Option<i64>, Option<i64>, Option<i64>) {
+        let s = snapshot(None, r.totals.as_ref());
+        (s.tokens_in, s.tokens_cached_in, s.tokens_out)
+    }
+
+    /// Issue 25 items 1-3 over real files: the snapshot counts only the
+    /// account's records (its turns and its workers', not another home's or
+    /// the operator's in the same config dir, nor a neighbour folder whose
+    /// name merely extends the home's), keeps what a deleted transcript
+    /// contributed, and is null until the account has a response.
+    #[test]
+    fn the_snapshot_is_the_accounts_own_never_goes_down_and_is_null_until_known() {
+        let root = tempfile::tempdir().unwrap();
+        let root = root.path().canonicalize().unwrap();
+        let home = Home::new(&root, "bolt").unwrap();
+        std::fs::create_dir_all(home.workdir()).unwrap();
+        let agent_home = root.join("agent-home");
+        let claude = agent_home.join(".claude");
+        std::fs::create_dir_all(&claude).unwrap();
+        let env = vec![("HOME".to_string(), agent_home.display().to_string())];
+
+        // Nothing yet: unknown, every number null.
+        let r = read_account(&home, &env, Scope::Account).unwrap();
+        assert_eq!(r.totals, None);
+        assert_eq!(reported(&r), (None, None, None));
+
+        // Someone else's tokens in the same config dir.
+        let nova = root.join("nova/work");
+        put(
+            &claude,
+            &nova,
+            "n.jsonl",
+            &[line("nova-1", &nova, 900, 900, 900)],
+        );
+        put(
+            &claude,
+            Path::new("/home/ops/project"),
+            "o.jsonl",
+            &[line("ops-1", Path::new("/home/ops/project"), 800, 800, 800)],
+        );
+        let neighbour = root.join("bolt/work-x");
+        put(
+            &claude,
+            &neighbour,
+            "x.jsonl",
+            &[line("x-1", &neighbour, 700, 700, 700)],
+        );
+        let r = read_account(&home, &env, Scope::Account).unwrap();
+        assert_eq!(reported(&r), (None, None, None), "none of it is bolt's");
+
+        // The account's own turn, in a subdirectory too, and a finished
+        // worker's scratch transcripts.
+        let work = home.workdir();
+        let own = put(
+            &claude,
+            &work,
+            "s1.jsonl",
+            &[
+                line("m1", &work, 10, 100, 1),
+                line("m2", &work.join("sub"), 20, 200, 2),
+            ],
+        );
+        let card = 7;
+        let scratch = worker::scratch_home(&home, card);
+        let wwork = worker::workdir(&home, card);
+        std::fs::create_dir_all(&wwork).unwrap();
+        put(
+            &scratch.join(".claude"),
+            &wwork,
+            "w.jsonl",
+            &[line("w1", &wwork, 3, 30, 3)],
+        );
+        worker::write_record(
+            &home,
+            &worker::WorkerRecord {
+                card_id: card,
+                parent_id: 1,
+                conversation_id: 1,
+                title: "w".into(),
+                agent: worker::AgentKind::Claude,
+                state: WorkerState::Finished,
+                pid: None,
+                started_at: 0,
+                ended_at: Some(1),
+                detail: None,
+            },
+        )
+        .unwrap();
+        let r = read_account(&home, &env, Scope::Account).unwrap();
+        assert_eq!(reported(&r), (Some(33), Some(330), Some(6)));
+        // The finished worker is folded: its directory is gone, its tokens stay.
+        assert_eq!(r.folded, vec![card]);
+        assert!(!worker::worker_dir(&home, card).exists());
+        let r = read_account(&home, &env, Scope::Account).unwrap();
+        assert_eq!(reported(&r), (Some(33), Some(330), Some(6)));
+        assert!(!r.saved, "nothing changed: nothing written");
+
+        // Claude Code deletes the transcript; a resumed session copies m1.
+        std::fs::remove_file(&own).unwrap();
+        put(&claude, &work, "s2.jsonl", &[line("m1", &work, 10, 100, 1)]);
+        let r = read_account(&home, &env, Scope::Account).unwrap();
+        assert_eq!(reported(&r), (Some(33), Some(330), Some(6)), "never down");
+
+        // A new process (the ledger read back from disk) agrees, and counts
+        // what comes next once.
+        LEDGERS.lock().unwrap().clear();
+        put(&claude, &work, "s3.jsonl", &[line("m3", &work, 1, 1, 1)]);
+        let r = read_account(&home, &env, Scope::Account).unwrap();
+        assert_eq!(reported(&r), (Some(34), Some(331), Some(7)));
+    }
+
+    #[test]
+    fn a_running_worker_is_counted_and_kept() {
+        let root = tempfile::tempdir().unwrap();
+        let root = root.path().canonicalize().unwrap();
+        let home = Home::new(&root, "bolt").unwrap();
+        std::fs::create_dir_all(home.workdir()).unwrap();
+        let env = vec![("HOME".to_string(), root.join("h").display().to_string())];
+        let card = 9;
+        let wwork = worker::workdir(&home, card);
+        std::fs::create_dir_all(&wwork).unwrap();
+        put(
+            &worker::scratch_home(&home, card).join(".claude"),
+            &wwork,
+            "w.jsonl",
+            &[line("w1", &wwork, 3, 30, 3)],
+        );
+        // Running, with a live supervisor (this test process stands in for
+        // one only if it is one: it is not, so use the Running state).
+        worker::write_record(
+            &home,
+            &worker::WorkerRecord {
+                card_id: card,
+                parent_id: 1,
+                conversation_id: 1,
+                title: "w".into(),
+                agent: worker::AgentKind::Claude,
+                state: WorkerState::Running,
+                pid: Some(std::process::id()),
+                started_at: 0,
+                ended_at: None,
+                detail: None,
+            },
+        )
+        .unwrap();
+        let r = read_account(&home, &env, Scope::Account).unwrap();
+        assert_eq!(reported(&r), (Some(3), Some(30), Some(3)));
+        assert!(r.folded.is_empty());
+        assert!(worker::worker_dir(&home, card).exists());
+    }
+
+    #[test]
+    fn the_call_is_waited_for_in_its_transcript() {
+        let d = tempfile::tempdir().unwrap();
+        let t = d.path().join("t.jsonl");
+        std::fs::write(
+            &t,
+            r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"toolu_1"}]}}
+"#,
+        )
+        .unwrap();
+        assert!(!holds_tool_use(&t, "toolu_1"), "a result is not the call");
+        std::fs::write(
+            &t,
+            r#"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"toolu_1","name":"x"}]}}
+"#,
+        )
+        .unwrap();
+        assert!(holds_tool_use(&t, "toolu_1"));
+        assert!(!holds_tool_use(&t, "toolu_2"));
+        assert!(!holds_tool_use(&d.path().join("none"), "toolu_1"));
     }
 
     #[test]
