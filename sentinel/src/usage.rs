@@ -138,6 +138,10 @@ pub fn all_homes_sources(root: &Path) -> Vec<Source> {
         let Ok(home) = Home::new(root, &name) else {
             continue;
         };
+        // A sentinel account's home has its backend config.
+        if !home.config_path().is_file() {
+            continue;
+        }
         let Ok(cfg) = crate::config::SentinelConfig::load(&home.dir()) else {
             continue;
         };
@@ -554,6 +558,17 @@ pub fn request_snapshot(home: &Home, b: &Boundary) -> Result<SnapshotAnswer, Str
             }
             Ok(_) => return Err("the answer is too long".into()),
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            // A read that timed out: the deadline passed.
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                return Err(format!(
+                    "{addr}: no answer within {CARD_SNAPSHOT_TIMEOUT:?} (answer)"
+                ));
+            }
             Err(e) => return Err(format!("{addr}: {e}")),
         }
     }
