@@ -3,17 +3,21 @@
 //! projects in the same config dir) and 1, 100 or 1,000 finished workers.
 //!
 //! For each case it times what the sentinel does around one turn (a full
-//! reading before it, the turn's lines appended, a full reading after it),
-//! twenty turns, median and worst:
+//! reading before it, the turn's lines appended, a full reading after it,
+//! the finished workers folded), twenty turns, median and worst:
 //! - `before`: the previous design's reading, `hoop_meter::collect` over
 //!   the agent's whole config dir and every worker's, with the incremental
 //!   state file (what `sentinel::usage::read_totals` did);
-//! - `ledger`: `hoop_sentinel::usage::read_account`, whose first reading
-//!   folds the finished workers (timed apart: once per worker, not per
-//!   turn).
+//! - `ledger`: `hoop_sentinel::usage::read_account` and `fold_finished`.
+//!   Timed apart, once each: its first reading of the year (an upgraded
+//!   daemon's), and the reading that folds the finished workers (their
+//!   transcripts read to the end, their directories removed: on this
+//!   machine's disk, mounted with `discard`, a deletion waits for its
+//!   TRIM, about 8 ms per small directory with `rm -rf` too).
 //!
-//! `cargo run --release --example usage_turn_bench [-- <scratch dir>]`
-//! (default: a temporary directory). Prints a markdown table.
+//! `cargo run --release --example usage_turn_bench [-- <scratch dir>
+//! [worker counts…]]` (default: a temporary directory; 1, 100, 1000).
+//! Prints a markdown table.
 
 use std::fmt::Write as _;
 use std::io::Write;
@@ -22,12 +26,14 @@ use std::time::{Duration, Instant};
 
 use hoop_core::home::Home;
 use hoop_meter::claude_dirs::project_slug;
-use hoop_sentinel::usage::{Scope, read_account};
+use hoop_sentinel::usage::{Scope, fold_finished, read_account};
 use hoop_sentinel::worker::{self, AgentKind, WorkerRecord, WorkerState};
 
 /// A year of the home's turns: one session file a month, this many turns a
-/// day, each of a user line, a tool round trip and three responses.
+/// day, each of a user line, a tool round trip and three responses (and a
+/// month, for the first row: flat means the same after a year).
 const DAYS: i64 = 365;
+const MONTH: i64 = 30;
 const TURNS_PER_DAY: usize = 40;
 /// The operator's own projects in the same config dir.
 const OPERATOR_FILES: usize = 300;
@@ -90,7 +96,7 @@ struct Case {
     now_ms: i64,
 }
 
-fn build(base: &Path, workers: usize) -> Case {
+fn build(base: &Path, days_total: i64) -> Case {
     let dir = tempfile::tempdir_in(base).unwrap();
     let root = dir.path().join("hoop");
     let home = Home::new(&root, "bolt").unwrap();
@@ -103,14 +109,14 @@ fn build(base: &Path, workers: usize) -> Case {
         .join(project_slug(&work.to_string_lossy()));
     std::fs::create_dir_all(&folder).unwrap();
     let now_ms = hoop_core::clock::now_unix() * 1000;
-    let start = now_ms - DAYS * DAY_MS;
+    let start = now_ms - days_total * DAY_MS;
     let mut next = 0u64;
     let mut current = PathBuf::new();
     for month in 0..12 {
         let session = format!("session-{month:02}");
         let path = folder.join(format!("{session}.jsonl"));
         let mut f = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
-        let days = DAYS / 12;
+        let days = days_total / 12;
         for d in 0..days {
             let day = start + (month * days + d) * DAY_MS;
             for t in 0..TURNS_PER_DAY {
@@ -133,6 +139,22 @@ fn build(base: &Path, workers: usize) -> Case {
             writeln!(f, "{line}").unwrap();
         }
     }
+    let env = vec![("HOME".to_string(), agent_home.display().to_string())];
+    Case {
+        _dir: dir,
+        home,
+        env,
+        claude,
+        current,
+        next,
+        now_ms,
+    }
+}
+
+/// `workers` finished workers, each with its scratch transcript.
+fn add_workers(c: &Case, workers: usize) {
+    let home = &c.home;
+    let now_ms = c.now_ms;
     for card in 1..=workers as i64 {
         let wwork = worker::workdir(&home, card);
         std::fs::create_dir_all(&wwork).unwrap();
@@ -166,16 +188,6 @@ fn build(base: &Path, workers: usize) -> Case {
             },
         )
         .unwrap();
-    }
-    let env = vec![("HOME".to_string(), agent_home.display().to_string())];
-    Case {
-        _dir: dir,
-        home,
-        env,
-        claude,
-        current,
-        next,
-        now_ms,
     }
 }
 
@@ -228,12 +240,23 @@ fn main() {
         .unwrap_or_else(std::env::temp_dir);
     std::fs::create_dir_all(&base).unwrap();
     println!(
-        "| finished workers | home transcripts | before: median / worst per turn | ledger: median / worst per turn | ledger: first reading (folds) |"
+        "| finished workers | home transcripts | before: median / worst per turn | ledger: median / worst per turn | ledger: the reading that folds them (once) | ledger: first reading of the history (once) |"
     );
-    println!("|---|---|---|---|---|");
-    for workers in [1usize, 100, 1000] {
+    println!("|---|---|---|---|---|---|");
+    // Optional: the worker counts to run (default 1, 100 and 1,000).
+    let counts: Vec<usize> = std::env::args()
+        .skip(2)
+        .filter_map(|a| a.parse().ok())
+        .collect();
+    let cases: Vec<(i64, usize)> = if counts.is_empty() {
+        vec![(MONTH, 1), (DAYS, 1), (DAYS, 100), (DAYS, 1000)]
+    } else {
+        counts.into_iter().map(|n| (DAYS, n)).collect()
+    };
+    for (days, workers) in cases {
         // The previous design, on its own copy.
-        let mut old = build(&base, workers);
+        let mut old = build(&base, days);
+        add_workers(&old, workers);
         old_reading(&old); // its cache primed, as a running daemon has it
         let mut times = Vec::new();
         for _ in 0..TURNS {
@@ -252,22 +275,34 @@ fn main() {
             .sum();
         drop(old);
         // The ledger.
-        let mut new = build(&base, workers);
+        let mut new = build(&base, days);
+        // The year read once (an upgraded daemon's first reading), then
+        // the workers finish and the next reading folds them.
         let t = Instant::now();
-        let first = read_account(&new.home, &new.env, Scope::Account).unwrap();
+        read_account(&new.home, &new.env, Scope::Account).unwrap();
+        let year_ms = t.elapsed().as_secs_f64() * 1000.0;
+        add_workers(&new, workers);
+        let t = Instant::now();
+        read_account(&new.home, &new.env, Scope::Account).unwrap();
+        let folded = fold_finished(&new.home, &new.env).unwrap();
         let first_ms = t.elapsed().as_secs_f64() * 1000.0;
-        assert_eq!(first.folded.len(), workers, "every finished worker folded");
+        assert_eq!(folded.len(), workers, "every finished worker folded");
         let mut times = Vec::new();
         for _ in 0..TURNS {
             let t = Instant::now();
-            read_account(&new.home, &new.env, Scope::Account).unwrap();
+            let before = read_account(&new.home, &new.env, Scope::Account).unwrap();
             append_turn(&mut new);
-            read_account(&new.home, &new.env, Scope::Account).unwrap();
+            let after = read_account(&new.home, &new.env, Scope::Account).unwrap();
+            fold_finished(&new.home, &new.env).unwrap();
             times.push(t.elapsed());
+            // The turn is in the second reading, and only it.
+            let (b, a) = (before.totals.unwrap(), after.totals.unwrap());
+            assert_eq!(after.sync.added, 3, "{:?}", after.sync);
+            assert!(a.output > b.output && a.input > b.input);
         }
         let (new_med, new_max) = stats(times);
         println!(
-            "| {workers} | 365 days, {} responses, {:.0} MB | {old_med:.1} / {old_max:.1} ms | {new_med:.1} / {new_max:.1} ms | {first_ms:.0} ms |",
+            "| {workers} | {days} days, {} responses, {:.0} MB | {old_med:.1} / {old_max:.1} ms | {new_med:.1} / {new_max:.1} ms | {first_ms:.0} ms | {year_ms:.0} ms |",
             new.next,
             size as f64 / 1e6,
         );

@@ -11,7 +11,8 @@
 //!   — turns and patrols — and its workers' scratch directories).
 //! - **Never down**: the ledger keeps what a transcript contributed after
 //!   Claude Code deletes it, and what a finished worker contributed after
-//!   its directory is removed ([`read_account`] folds it).
+//!   its directory is removed ([`fold_finished`], after each turn's
+//!   report).
 //! - **Unknown is null**: until the account has a response, every number
 //!   is null ([`snapshot`]), which the upsert leaves alone.
 //! - **The finishing turn is on its card**: the card tools' `PreToolUse`
@@ -170,8 +171,7 @@ pub fn belongs_to(home: &Home) -> impl Fn(&str) -> bool + use<> {
 /// What a reading covers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scope {
-    /// Every source; finished workers are folded in and their directories
-    /// removed.
+    /// Every source.
     Account,
     /// Only the agent's own project folders (the transcript a turn is
     /// writing): the cheap re-read while the turn's last response lands.
@@ -184,8 +184,6 @@ pub struct Reading {
     /// The account's totals; `None` until it has a response.
     pub totals: Option<Usage>,
     pub sync: SyncReport,
-    /// Workers whose totals were folded in and whose directories went.
-    pub folded: Vec<CardId>,
     /// Whether the ledger was written.
     pub saved: bool,
 }
@@ -230,15 +228,12 @@ fn finished_workers(home: &Home) -> Vec<CardId> {
         .collect()
 }
 
-/// Read the account (blocking): take the ledger's lock, read what changed
-/// in `scope`, save what is new. With [`Scope::Account`], finished workers
-/// are folded: their transcripts are read to their end, then their
-/// directories removed (what they contributed stays in the ledger).
-pub fn read_account(
+/// The home's ledger, loaded (again, when another process saved since)
+/// under its lock, handed to `f`.
+fn with_ledger<T>(
     home: &Home,
-    env: &[(String, String)],
-    scope: Scope,
-) -> Result<Reading, UsageError> {
+    f: impl FnOnce(&mut Ledger) -> Result<T, UsageError>,
+) -> Result<T, UsageError> {
     let slot = ledger_slot(home);
     let mut guard = slot.lock().unwrap_or_else(|e| e.into_inner());
     let dir = home.dir();
@@ -251,18 +246,52 @@ pub fn read_account(
             let _ = std::fs::remove_file(dir.join(USAGE_CACHE_FILE));
         }
     }
-    let ledger = guard.as_mut().expect("loaded above");
+    f(guard.as_mut().expect("loaded above"))
+}
+
+/// Read the account (blocking): take the ledger's lock, read what changed
+/// in `scope`, save what is new.
+pub fn read_account(
+    home: &Home,
+    env: &[(String, String)],
+    scope: Scope,
+) -> Result<Reading, UsageError> {
     let mut sources = account_sources(home, env).ok_or(UsageError::NoConfigDir)?;
-    let finished = match scope {
-        Scope::Account => finished_workers(home),
-        Scope::Agent => {
-            sources.retain(|s| matches!(s.projects, ProjectFilter::Slugs(_)));
-            Vec::new()
-        }
-    };
+    if scope == Scope::Agent {
+        sources.retain(|s| matches!(s.projects, ProjectFilter::Slugs(_)));
+    }
     let belongs = belongs_to(home);
-    let sync = ledger.sync(&sources, &belongs);
-    let saved = ledger.save()?;
+    let (sync, saved, totals) = with_ledger(home, |ledger| {
+        let sync = ledger.sync(&sources, &belongs);
+        let saved = ledger.save()?;
+        Ok((sync, saved, ledger.totals()))
+    })?;
+    for e in &sync.errors {
+        tracing::warn!(error = %e, "a transcript could not be read; its part is read next time");
+    }
+    Ok(Reading {
+        totals,
+        sync,
+        saved,
+    })
+}
+
+/// Fold the home's finished workers into the account (blocking): read
+/// their transcripts to the end into the ledger, save, then remove their
+/// directories (what they contributed stays in the ledger). Returns the
+/// folded cards.
+pub fn fold_finished(home: &Home, env: &[(String, String)]) -> Result<Vec<CardId>, UsageError> {
+    let finished = finished_workers(home);
+    if finished.is_empty() {
+        return Ok(Vec::new());
+    }
+    let sources = account_sources(home, env).ok_or(UsageError::NoConfigDir)?;
+    let belongs = belongs_to(home);
+    with_ledger(home, |ledger| {
+        ledger.sync(&sources, &belongs);
+        ledger.save()?;
+        Ok(())
+    })?;
     let mut folded = Vec::new();
     for card in finished {
         let d = worker::worker_dir(home, card);
@@ -270,19 +299,11 @@ pub fn read_account(
             Ok(()) => folded.push(card),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => {
-                tracing::warn!(card, dir = %d.display(), error = %e, "a finished worker's directory could not be removed; tried again next time")
+                tracing::warn!(card, dir = %d.display(), error = %e, "a finished worker's directory could not be removed; tried again after the next turn")
             }
         }
     }
-    for e in &sync.errors {
-        tracing::warn!(error = %e, "a transcript could not be read; its part is read next time");
-    }
-    Ok(Reading {
-        totals: ledger.totals(),
-        sync,
-        folded,
-        saved,
-    })
+    Ok(folded)
 }
 
 fn agent_env(ctx: &RoundCtx) -> Vec<(String, String)> {
@@ -297,12 +318,7 @@ fn agent_env(ctx: &RoundCtx) -> Vec<(String, String)> {
 pub async fn read(ctx: &RoundCtx, scope: Scope) -> Option<Reading> {
     let (home, env) = (ctx.home.clone(), agent_env(ctx));
     match tokio::task::spawn_blocking(move || read_account(&home, &env, scope)).await {
-        Ok(Ok(r)) => {
-            if !r.folded.is_empty() {
-                tracing::info!(cards = ?r.folded, "finished workers' usage folded into the account; their directories removed");
-            }
-            Some(r)
-        }
+        Ok(Ok(r)) => Some(r),
         Ok(Err(e)) => {
             tracing::warn!(error = %e, "usage totals unreadable");
             None
@@ -354,6 +370,19 @@ pub async fn report_usage(
         tokio::time::sleep(USAGE_CATCH_UP_POLL).await;
     };
     post(ctx, card_id, reading.totals.as_ref(), "usage reported").await;
+    // After the report, off its path: the workers that finished.
+    let (home, env) = (ctx.home.clone(), agent_env(ctx));
+    match tokio::task::spawn_blocking(move || fold_finished(&home, &env)).await {
+        Ok(Ok(cards)) if !cards.is_empty() => tracing::info!(
+            ?cards,
+            "finished workers' usage folded into the account; their directories removed"
+        ),
+        Ok(Ok(_)) => {}
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "finished workers not folded; tried again after the next turn")
+        }
+        Err(e) => tracing::warn!(error = %e, "folding stopped"),
+    }
 }
 
 async fn post(ctx: &RoundCtx, card_id: Option<CardId>, totals: Option<&Usage>, what: &str) -> bool {
@@ -835,8 +864,9 @@ mod tests {
         let r = read_account(&home, &env, Scope::Account).unwrap();
         assert_eq!(reported(&r), (Some(33), Some(330), Some(6)));
         // The finished worker is folded: its directory is gone, its tokens stay.
-        assert_eq!(r.folded, vec![card]);
+        assert_eq!(fold_finished(&home, &env).unwrap(), vec![card]);
         assert!(!worker::worker_dir(&home, card).exists());
+        assert!(fold_finished(&home, &env).unwrap().is_empty());
         let r = read_account(&home, &env, Scope::Account).unwrap();
         assert_eq!(reported(&r), (Some(33), Some(330), Some(6)));
         assert!(!r.saved, "nothing changed: nothing written");
@@ -891,7 +921,7 @@ mod tests {
         .unwrap();
         let r = read_account(&home, &env, Scope::Account).unwrap();
         assert_eq!(reported(&r), (Some(3), Some(30), Some(3)));
-        assert!(r.folded.is_empty());
+        assert!(fold_finished(&home, &env).unwrap().is_empty());
         assert!(worker::worker_dir(&home, card).exists());
     }
 
