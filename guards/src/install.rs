@@ -50,8 +50,10 @@ pub const CARD_TOOLS_MATCHER: &str = "mcp__.+__work_task_(finish|start|take|prog
 /// CARD_SNAPSHOT_TIMEOUT`), so the hook always ends by itself first.
 pub const CARD_SNAPSHOT_HOOK_TIMEOUT_SECS: u64 = 10;
 
-/// The card tools' usage snapshot hook (`hoop card-snapshot`). Not bound to
-/// a home: it finds the home from the session's working directory.
+/// The card tools' usage snapshot hook (`hoop card-snapshot`), Claude Code
+/// only. Not a guard (it never refuses a call), so not among [`specs`];
+/// `hoop hooks install --claude` and `hoop install` add it. Not bound to a
+/// home: it finds the home from the session's working directory.
 pub fn card_snapshot_spec() -> Spec {
     Spec {
         timeout: Some(CARD_SNAPSHOT_HOOK_TIMEOUT_SECS),
@@ -71,7 +73,6 @@ pub fn specs(target: Target, home: Option<&str>) -> Vec<Spec> {
                 Some("Write|Edit|MultiEdit"),
                 &["guard", "memory"],
             ));
-            v.push(card_snapshot_spec());
             if let Some(h) = home {
                 v.push(spec(
                     "PreToolUse",
@@ -493,32 +494,18 @@ mod tests {
     }
 
     #[test]
-    fn the_card_snapshot_hook_is_installed_for_claude_with_its_timeout() {
-        let claude = specs(Target::Claude, None);
-        let card: Vec<&Spec> = claude
-            .iter()
-            .filter(|s| s.args == ["card-snapshot"])
-            .collect();
-        assert_eq!(card.len(), 1, "{claude:?}");
-        assert_eq!(card[0].event, "PreToolUse");
+    fn the_card_snapshot_hook_is_a_claude_pre_tool_use_with_its_timeout() {
+        let card = card_snapshot_spec();
+        assert_eq!(card.event, "PreToolUse");
         assert_eq!(
-            card[0].matcher,
+            card.matcher,
             Some("mcp__.+__work_task_(finish|start|take|progress)")
         );
-        assert_eq!(card[0].timeout, Some(10));
-        // With a home too, once; never for Cursor.
-        assert_eq!(
-            specs(Target::Claude, Some("bolt"))
-                .iter()
-                .filter(|s| s.args == ["card-snapshot"])
-                .count(),
-            1
-        );
-        assert!(
-            specs(Target::Cursor, Some("bolt"))
-                .iter()
-                .all(|s| s.args != ["card-snapshot"])
-        );
+        assert_eq!(card.timeout, Some(10));
+        // Not a guard: the guards' lists stay theirs.
+        for (t, h) in [(Target::Claude, None), (Target::Cursor, Some("bolt"))] {
+            assert!(specs(t, h).iter().all(|s| s.args != ["card-snapshot"]));
+        }
         let mut v = Value::Null;
         merge(Target::Claude, &mut v, "/b/hoop", &[card_snapshot_spec()]).unwrap();
         assert_eq!(

@@ -19,8 +19,9 @@
 //!   $15 — the pricing page's "Long context pricing" table — with the
 //!   prompt-caching multipliers (5-minute write 1.25×, 1-hour write 2×, read
 //!   0.1× the input rate) applied on top, as that section says. ccusage
-//!   20.0.24 does not apply it, which is the whole difference between the
-//!   two meters' costs (see `meter/README.md`).
+//!   20.0.24 charges the premium only on each token kind's part past 200K,
+//!   which is the whole difference between the two meters' costs (see
+//!   `meter/README.md`).
 //! - Haiku 5.5: above 100,000 prompt tokens, 5× every rate (its model page
 //!   lists both bands).
 //!

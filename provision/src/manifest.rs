@@ -412,7 +412,11 @@ fn hook_items(m: &Machine, homes: &[HomeEntry], program: &str) -> Result<Vec<Ite
             ));
         }
         for (target, path) in targets {
-            let wanted: Vec<Spec> = hooks::specs(target, Some(&h.name))
+            let mut all = hooks::specs(target, Some(&h.name));
+            if target == Target::Claude {
+                all.push(hooks::card_snapshot_spec());
+            }
+            let wanted: Vec<Spec> = all
                 .into_iter()
                 .filter(|s| Guard::of(s).is_some_and(|g| h.settings.guards.contains(&g)))
                 .collect();

@@ -84,7 +84,11 @@ fn install_cmd(a: InstallArgs) -> anyhow::Result<ExitCode> {
             .to_string_lossy()
             .into_owned(),
     };
-    let specs = install::specs(target, a.home.as_deref());
+    let mut specs = install::specs(target, a.home.as_deref());
+    if target == Target::Claude {
+        // The card tools' usage snapshot (not a guard: it never refuses).
+        specs.push(install::card_snapshot_spec());
+    }
     let (mut changes, data) = install::merge_plan(target, &path, &program, &specs)?;
     let mut drift = data.is_some();
     if a.statusline {

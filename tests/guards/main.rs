@@ -574,8 +574,8 @@ fn claude_install_keeps_other_hooks_and_is_idempotent() {
         vec![
             "/usr/local/bin/hoop guard act",
             "/usr/local/bin/hoop guard memory",
-            "/usr/local/bin/hoop card-snapshot",
-            "/usr/local/bin/hoop guard mcp --home bolt"
+            "/usr/local/bin/hoop guard mcp --home bolt",
+            "/usr/local/bin/hoop card-snapshot"
         ]
     );
     assert_eq!(pre[2]["matcher"], "Bash");
