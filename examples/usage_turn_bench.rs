@@ -156,9 +156,9 @@ fn add_workers(c: &Case, workers: usize) {
     let home = &c.home;
     let now_ms = c.now_ms;
     for card in 1..=workers as i64 {
-        let wwork = worker::workdir(&home, card);
+        let wwork = worker::workdir(home, card);
         std::fs::create_dir_all(&wwork).unwrap();
-        let d = worker::scratch_home(&home, card)
+        let d = worker::scratch_home(home, card)
             .join(".claude/projects")
             .join(project_slug(&wwork.to_string_lossy()));
         std::fs::create_dir_all(&d).unwrap();
@@ -173,7 +173,7 @@ fn add_workers(c: &Case, workers: usize) {
         }
         std::fs::write(d.join("w.jsonl"), body).unwrap();
         worker::write_record(
-            &home,
+            home,
             &WorkerRecord {
                 card_id: card,
                 parent_id: 1,

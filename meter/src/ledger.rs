@@ -333,15 +333,14 @@ impl Ledger {
     ) -> std::io::Result<Cursor> {
         // Go on from the cursor when the file is the one it was read from
         // and its bytes before the cursor are unchanged; else from 0.
+        let same_bytes = |c: &Cursor| -> std::io::Result<bool> {
+            Ok(c.offset == 0 || fingerprint(&mut File::open(&f.path)?, c.offset)? == c.fingerprint)
+        };
         let from = match old {
-            Some(c) if c.dev == f.dev && c.ino == f.ino && f.size >= c.offset => {
-                if c.offset == 0
-                    || fingerprint(&mut File::open(&f.path)?, c.offset)? == c.fingerprint
-                {
-                    c.offset
-                } else {
-                    0
-                }
+            Some(c)
+                if c.dev == f.dev && c.ino == f.ino && f.size >= c.offset && same_bytes(&c)? =>
+            {
+                c.offset
             }
             _ => 0,
         };

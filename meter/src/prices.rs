@@ -332,7 +332,7 @@ fn valid(rates: &PerMTok) -> Result<(), String> {
         ("cache_read", rates.cache_read),
         ("output", rates.output),
     ] {
-        if !v.is_finite() || v < 0.0 || v > MAX_RATE_PER_MTOK {
+        if !v.is_finite() || !(0.0..=MAX_RATE_PER_MTOK).contains(&v) {
             return Err(format!(
                 "{name} is {v}, not a price between 0 and {MAX_RATE_PER_MTOK} USD per million tokens"
             ));

@@ -50,7 +50,9 @@ mod tests {
                 .map(|(a, b)| (a.to_string(), b.to_string()))
                 .collect()
         };
-        let cases: &[(&[(&str, &str)], Option<&str>)] = &[
+        // (the agent's environment, the directory Claude Code writes to)
+        type Case<'a> = (&'a [(&'a str, &'a str)], Option<&'a str>);
+        let cases: &[Case] = &[
             (&[("HOME", "/h")], Some("/h/.claude")),
             (&[("HOME", "/h"), ("CLAUDE_CONFIG_DIR", "/c")], Some("/c")),
             // A comma-separated list: Claude Code writes to the first.

@@ -202,10 +202,13 @@ pub enum UsageError {
 
 /// The ledger of each home this process reads, kept between readings so a
 /// reading costs what changed, not what the account ever did.
-static LEDGERS: LazyLock<Mutex<HashMap<PathBuf, Arc<Mutex<Option<Ledger>>>>>> =
+static LEDGERS: LazyLock<Mutex<HashMap<PathBuf, LedgerSlot>>> =
     LazyLock::new(|| Mutex::new(HashMap::new()));
 
-fn ledger_slot(home: &Home) -> Arc<Mutex<Option<Ledger>>> {
+/// One home's ledger, once read.
+type LedgerSlot = Arc<Mutex<Option<Ledger>>>;
+
+fn ledger_slot(home: &Home) -> LedgerSlot {
     LEDGERS
         .lock()
         .unwrap_or_else(|e| e.into_inner())
