@@ -45,7 +45,8 @@ use std::time::{Duration, Instant};
 use hoop_core::fsutil::{WriteOptions, write_atomic};
 use hoop_core::transcript::Usage;
 
-use crate::scan::{Groups, KeyMap, Strings, fingerprint, scan_file};
+use crate::codec::{R, W};
+use crate::scan::{Groups, KeyMap, Strings, fingerprint_at, scan_file};
 use crate::{Found, MeterError, Source, discover_in};
 
 /// The base file's name in the ledger's directory.
@@ -334,7 +335,7 @@ impl Ledger {
         // Go on from the cursor when the file is the one it was read from
         // and its bytes before the cursor are unchanged; else from 0.
         let same_bytes = |c: &Cursor| -> std::io::Result<bool> {
-            Ok(c.offset == 0 || fingerprint(&mut File::open(&f.path)?, c.offset)? == c.fingerprint)
+            Ok(fingerprint_at(&f.path, c.offset)? == c.fingerprint)
         };
         let from = match old {
             Some(c)
@@ -373,18 +374,13 @@ impl Ledger {
                 }
             }
         }
-        let fp = if out.consumed > 0 {
-            fingerprint(&mut File::open(&f.path)?, out.consumed)?
-        } else {
-            0
-        };
         Ok(Cursor {
             dev: f.dev,
             ino: f.ino,
             size: f.size,
             mtime_ns: f.mtime_ns,
             offset: out.consumed,
-            fingerprint: fp,
+            fingerprint: fingerprint_at(&f.path, out.consumed)?,
         })
     }
 
@@ -455,19 +451,7 @@ fn checksum(b: &[u8]) -> u64 {
         .fold(FNV_OFFSET, |h, &x| (h ^ x as u64).wrapping_mul(FNV_PRIME))
 }
 
-struct W(Vec<u8>);
-
 impl W {
-    fn u32(&mut self, v: u32) {
-        self.0.extend_from_slice(&v.to_le_bytes());
-    }
-    fn u64(&mut self, v: u64) {
-        self.0.extend_from_slice(&v.to_le_bytes());
-    }
-    fn str(&mut self, s: &str) {
-        self.u32(s.len() as u32);
-        self.0.extend_from_slice(s.as_bytes());
-    }
     fn cursor(&mut self, path: &str, c: &Cursor) {
         self.str(path);
         for v in [
@@ -483,16 +467,7 @@ impl W {
     }
     fn winner(&mut self, key: u128, u: &Usage) {
         self.0.extend_from_slice(&key.to_le_bytes());
-        for v in [
-            u.input,
-            u.cache_write_5m,
-            u.cache_write_1h,
-            u.cache_write_unsplit,
-            u.cache_read,
-            u.output,
-        ] {
-            self.u64(v);
-        }
+        self.usage(u);
     }
     fn seal(mut self) -> Vec<u8> {
         let sum = checksum(&self.0);
@@ -501,26 +476,7 @@ impl W {
     }
 }
 
-struct R<'a>(&'a [u8]);
-
-impl<'a> R<'a> {
-    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
-        (self.0.len() >= n).then(|| {
-            let (a, b) = self.0.split_at(n);
-            self.0 = b;
-            a
-        })
-    }
-    fn u32(&mut self) -> Option<u32> {
-        Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
-    }
-    fn u64(&mut self) -> Option<u64> {
-        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
-    }
-    fn str(&mut self) -> Option<String> {
-        let n = self.u32()? as usize;
-        String::from_utf8(self.take(n)?.to_vec()).ok()
-    }
+impl R<'_> {
     fn cursor(&mut self) -> Option<(String, Cursor)> {
         let path = self.str()?;
         Some((
@@ -537,17 +493,7 @@ impl<'a> R<'a> {
     }
     fn winner(&mut self) -> Option<(u128, Usage)> {
         let key = u128::from_le_bytes(self.take(16)?.try_into().ok()?);
-        Some((
-            key,
-            Usage {
-                input: self.u64()?,
-                cache_write_5m: self.u64()?,
-                cache_write_1h: self.u64()?,
-                cache_write_unsplit: self.u64()?,
-                cache_read: self.u64()?,
-                output: self.u64()?,
-            },
-        ))
+        Some((key, self.usage()?))
     }
     /// A count of items at least `min` bytes each that the rest can hold.
     fn count(&mut self, min: usize) -> Option<usize> {

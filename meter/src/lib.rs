@@ -45,6 +45,7 @@
 
 pub mod attribution;
 pub mod claude_dirs;
+mod codec;
 pub mod ledger;
 pub mod prices;
 pub mod report;
@@ -60,7 +61,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use hoop_core::transcript::Usage;
 use thiserror::Error;
 
-use scan::{Groups, KeyMap, Rec, Skipped, Strings, better, fingerprint, scan_file};
+use scan::{Groups, KeyMap, Rec, Skipped, Strings, better, fingerprint_at, scan_file};
 use state::{FileState, Loaded, Merged, State};
 
 pub use claude_dirs::{CLAUDE_CONFIG_DIR_ENV, ClaudeDirs, claude_dirs};
@@ -300,11 +301,7 @@ fn finish(
 ) -> std::io::Result<(FileState, u64)> {
     let mut skipped = before;
     skipped.add(&out.skipped);
-    let fp = if out.consumed > 0 {
-        fingerprint(&mut std::fs::File::open(&f.path)?, out.consumed)?
-    } else {
-        0
-    };
+    let fp = fingerprint_at(&f.path, out.consumed)?;
     Ok((
         FileState {
             path: f.path_str.clone(),
@@ -325,11 +322,8 @@ fn finish(
 }
 
 fn resume(f: &Found, old: FileState) -> std::io::Result<(FileState, u64)> {
-    if old.offset > 0 {
-        let mut h = std::fs::File::open(&f.path)?;
-        if fingerprint(&mut h, old.offset)? != old.fingerprint {
-            return full_scan(f);
-        }
+    if fingerprint_at(&f.path, old.offset)? != old.fingerprint {
+        return full_scan(f);
     }
     let mut strings = Strings::from_list(old.strings);
     let mut groups = Groups::from_recs(old.recs);

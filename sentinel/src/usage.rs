@@ -776,6 +776,26 @@ mod tests {
         p
     }
 
+    /// A worker's record on `card` in `state`.
+    fn record(home: &Home, card: CardId, state: WorkerState, pid: Option<u32>) {
+        worker::write_record(
+            home,
+            &worker::WorkerRecord {
+                card_id: card,
+                parent_id: 1,
+                conversation_id: 1,
+                title: "w".into(),
+                agent: worker::AgentKind::Claude,
+                state,
+                pid,
+                started_at: 0,
+                ended_at: None,
+                detail: None,
+            },
+        )
+        .unwrap();
+    }
+
     fn reported(r: &Reading) -> (Option<i64>, Option<i64>, Option<i64>) {
         let s = snapshot(None, r.totals.as_ref());
         (s.tokens_in, s.tokens_cached_in, s.tokens_out)
@@ -848,22 +868,7 @@ mod tests {
             "w.jsonl",
             &[line("w1", &wwork, 3, 30, 3)],
         );
-        worker::write_record(
-            &home,
-            &worker::WorkerRecord {
-                card_id: card,
-                parent_id: 1,
-                conversation_id: 1,
-                title: "w".into(),
-                agent: worker::AgentKind::Claude,
-                state: WorkerState::Finished,
-                pid: None,
-                started_at: 0,
-                ended_at: Some(1),
-                detail: None,
-            },
-        )
-        .unwrap();
+        record(&home, card, WorkerState::Finished, None);
         let r = read_account(&home, &env, Scope::Account).unwrap();
         assert_eq!(reported(&r), (Some(33), Some(330), Some(6)));
         // The finished worker is folded: its directory is gone, its tokens stay.
@@ -906,22 +911,7 @@ mod tests {
         );
         // Running, with a live supervisor (this test process stands in for
         // one only if it is one: it is not, so use the Running state).
-        worker::write_record(
-            &home,
-            &worker::WorkerRecord {
-                card_id: card,
-                parent_id: 1,
-                conversation_id: 1,
-                title: "w".into(),
-                agent: worker::AgentKind::Claude,
-                state: WorkerState::Running,
-                pid: Some(std::process::id()),
-                started_at: 0,
-                ended_at: None,
-                detail: None,
-            },
-        )
-        .unwrap();
+        record(&home, card, WorkerState::Running, Some(std::process::id()));
         let r = read_account(&home, &env, Scope::Account).unwrap();
         assert_eq!(reported(&r), (Some(3), Some(30), Some(3)));
         assert!(fold_finished(&home, &env).unwrap().is_empty());
