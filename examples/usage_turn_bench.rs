@@ -139,7 +139,14 @@ fn build(base: &Path, days_total: i64) -> Case {
             writeln!(f, "{line}").unwrap();
         }
     }
-    let env = vec![("HOME".to_string(), agent_home.display().to_string())];
+    // The agent's own config dir, whatever this process inherited.
+    let env = vec![
+        ("HOME".to_string(), agent_home.display().to_string()),
+        (
+            "CLAUDE_CONFIG_DIR".to_string(),
+            claude.display().to_string(),
+        ),
+    ];
     Case {
         _dir: dir,
         home,
