@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # Benchmark `hoop usage` against ccusage 20 (the Rust rewrite) on a generated
-# corpus, side by side in one run: totals, cold-scan time, warm rerun time,
-# peak RSS. Everything it installs or generates lives under $BENCH_DIR
-# (default /tmp/hoop-usage-bench), outside the repository.
+# corpus, side by side in one run: totals, cost per model, cold-scan time,
+# warm rerun time, peak RSS; `hoop statusline` against `ccusage statusline`
+# on one payload (their lines and their times); the card snapshot hook's own
+# cost; and the account snapshot's per-turn cost with 1, 100 and 1,000
+# finished workers and a year of transcripts (examples/usage_turn_bench.rs).
+# Everything it installs or generates lives under $BENCH_DIR (default
+# /tmp/hoop-usage-bench), outside the repository.
 #
 #   scripts/bench-usage.sh                 # ~1.1 GiB in 5000 files
 #   CORPUS_MB=200 CORPUS_FILES=800 scripts/bench-usage.sh
@@ -20,13 +24,17 @@ WARM_RUNS=${WARM_RUNS:-10}
 CCUSAGE_VERSION=20.0.24
 CORPUS=$BENCH_DIR/corpus-$CORPUS_MB-$CORPUS_FILES-$SEED
 mkdir -p "$BENCH_DIR"
+# A hoop root of its own: no homes, no price overrides of the machine's.
+export HOOP_ROOT=$BENCH_DIR/hoop-root
 
 echo "== building (release)"
 (cd "$REPO" && cargo build --release -q -p hoop --bin hoop \
-  && cargo build --release -q -p hoop-meter --example gen_corpus)
+  && cargo build --release -q -p hoop-meter --example gen_corpus \
+  && cargo build --release -q -p hoop --example usage_turn_bench)
 TARGET=$(cd "$REPO" && cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
 HOOP=$TARGET/release/hoop
 GEN=$TARGET/release/examples/gen_corpus
+TURN_BENCH=$TARGET/release/examples/usage_turn_bench
 
 echo "== ccusage $CCUSAGE_VERSION"
 CCU_DIR=$BENCH_DIR/ccusage-$CCUSAGE_VERSION
@@ -52,6 +60,9 @@ sizes.sort()
 print(f"   {len(sizes)} files, {sum(sizes)/2**30:.2f} GiB, median {statistics.median(sizes)/1e3:.0f} KB, "
       f"largest {sizes[-1]/2**20:.0f} MB / {sizes[-2]/2**20:.0f} MB / {sizes[-3]/2**20:.0f} MB")
 PY
+# Old transcripts are old files: a user's history was not all written today
+# (the status line reads only the last two days' files, by mtime).
+find "$CORPUS/projects" -name '*.jsonl' -exec touch -d '40 days ago' {} +
 # Same page-cache state for both tools: everything cached.
 find "$CORPUS/projects" -name '*.jsonl' -exec cat {} + >/dev/null
 
@@ -151,6 +162,109 @@ print(f"   ({exp['sonnet45_long_context_responses']} Sonnet 4.5 responses have a
 skipped = json.load(open(f"{bench}/hoop_cold.json"))["skipped_lines"]
 print(f"   hoop skipped lines: {skipped} (generated malformed: {exp['malformed_lines']})")
 PY
+
+echo "== cost per model (hoop usage daily --breakdown beside ccusage daily --breakdown)"
+"$HOOP" usage daily --json --breakdown --state "$STATE" >"$BENCH_DIR/hoop_breakdown.json"
+env HOME="$CCU_HOME" "$CCU" daily --offline --json --breakdown >"$BENCH_DIR/ccusage_breakdown.json"
+python3 - "$BENCH_DIR" <<'PY'
+import json, sys
+bench = sys.argv[1]
+ours, theirs = {}, {}
+for row in json.load(open(f"{bench}/hoop_breakdown.json"))["rows"]:
+    for m in row.get("breakdown", []):
+        ours[m["model"]] = ours.get(m["model"], 0.0) + (m["cost_usd"] or 0.0)
+doc = json.load(open(f"{bench}/ccusage_breakdown.json"))
+for row in doc.get("daily", doc.get("data", [])):
+    for m in row.get("modelBreakdowns", []):
+        name = m.get("modelName") or m.get("model")
+        theirs[name] = theirs.get(name, 0.0) + m.get("cost", m.get("totalCost", 0.0))
+print(f"   {'model':<30}{'hoop USD':>14}{'ccusage USD':>14}{'diff':>12}")
+for model in sorted(set(ours) | set(theirs)):
+    a, b = ours.get(model, 0.0), theirs.get(model, 0.0)
+    print(f"   {model:<30}{a:>14,.2f}{b:>14,.2f}{a - b:>12,.2f}")
+a, b = sum(ours.values()), sum(theirs.values())
+print(f"   {'total':<30}{a:>14,.2f}{b:>14,.2f}{a - b:>12,.2f}  ({(a - b) / b * 100:+.2f} %)")
+PY
+
+echo "== status line: hoop statusline beside ccusage statusline, one payload"
+# Today's responses in a session transcript (copies of corpus responses,
+# re-dated to the last hour, new ids), so 'today' and 'block' have figures.
+TODAY_DIR=$CORPUS/projects/-bench-statusline-today
+mkdir -p "$TODAY_DIR"
+SRC=$(find "$CORPUS/projects" -name '*.jsonl' -size +100k -size -400k | sort | awk 'NR == 2')
+python3 - "$SRC" "$TODAY_DIR/today.jsonl" <<'PY'
+import json, sys, time, datetime
+src, out = sys.argv[1], sys.argv[2]
+now = time.time()
+lines, n = [], 0
+for line in open(src, encoding="utf-8"):
+    if '"usage"' not in line: continue
+    try: j = json.loads(line)
+    except Exception: continue
+    if not (j.get("message") or {}).get("usage"): continue
+    n += 1
+    t = datetime.datetime.fromtimestamp(now - 3600 + n * 30, datetime.timezone.utc)
+    j["timestamp"] = t.strftime("%Y-%m-%dT%H:%M:%S.000Z")
+    j["message"]["id"] = f"msg_statusline_{n}"
+    j["requestId"] = f"req_statusline_{n}"
+    j["sessionId"] = "statusline-bench"
+    lines.append(json.dumps(j, separators=(",", ":")))
+    if n == 60: break
+open(out, "w").write("\n".join(lines) + "\n")
+PY
+PAYLOAD=$(python3 -c 'import json,sys; print(json.dumps({"session_id":"statusline-bench","transcript_path":sys.argv[1],"cwd":"/bench","model":{"id":"claude-opus-4-6","display_name":"Opus"},"workspace":{"current_dir":"/bench","project_dir":"/bench"},"version":"2.1.197","cost":{"total_cost_usd":0}}))' "$TODAY_DIR/today.jsonl")
+SL_ROOT=$BENCH_DIR/statusline-root
+rm -rf "$SL_ROOT"; mkdir -p "$SL_ROOT"
+python3 - "$HOOP" "$CCU" "$CCU_HOME" "$SL_ROOT" "$PAYLOAD" <<'PY'
+import os, statistics, subprocess, sys, time
+hoop, ccu, ccu_home, root, payload = sys.argv[1:6]
+def run(cmd, env):
+    t = time.perf_counter()
+    p = subprocess.run(cmd, input=payload.encode(), capture_output=True, env=env, timeout=120)
+    return (time.perf_counter() - t) * 1000, p.stdout.decode().strip(), p.stderr.decode().strip()
+base = dict(os.environ)
+h_env = dict(base, HOOP_ROOT=root)
+c_env = dict(base, HOME=ccu_home)
+cold_ms, line, err = run([hoop, "statusline"], h_env)
+hoop_t = [run([hoop, "statusline"], h_env)[0] for _ in range(20)]
+ccu_cold, cline, cerr = run([ccu, "statusline", "--offline"], c_env)
+ccu_t = [run([ccu, "statusline", "--offline"], c_env)[0] for _ in range(5)]
+print(f"   hoop statusline:    {line}")
+print(f"     first run (state built) {cold_ms:.0f} ms; warm median {statistics.median(hoop_t):.1f} ms, max {max(hoop_t):.1f} ms (20 runs){'; stderr: ' + err if err else ''}")
+print(f"   ccusage statusline: {cline}")
+print(f"     first run {ccu_cold:.0f} ms; median {statistics.median(ccu_t):.0f} ms, max {max(ccu_t):.0f} ms (5 runs){'; stderr: ' + cerr[:200] if cerr else ''}")
+PY
+rm -rf "$TODAY_DIR"
+
+echo "== the card snapshot hook's own cost (no sentinel work: decision + one loopback round trip)"
+python3 - "$HOOP" "$BENCH_DIR" <<'PY'
+import http.server, json, os, statistics, subprocess, sys, threading, time
+hoop, bench = sys.argv[1], sys.argv[2]
+root = os.path.join(bench, "hook-root")
+work = os.path.join(root, "bolt", "work")
+os.makedirs(work, exist_ok=True)
+class H(http.server.BaseHTTPRequestHandler):
+    def log_message(self, *a): pass
+    def do_POST(self):
+        self.rfile.read(int(self.headers["Content-Length"]))
+        body = b'{"reported":true}'
+        self.send_response(200); self.send_header("Content-Length", str(len(body))); self.end_headers(); self.wfile.write(body)
+srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+threading.Thread(target=srv.serve_forever, daemon=True).start()
+open(os.path.join(root, "bolt", "usage-snapshot.endpoint"), "w").write(f"http://127.0.0.1:{srv.server_address[1]}\n")
+def call(tool):
+    return json.dumps({"hook_event_name": "PreToolUse", "tool_name": tool, "cwd": work,
+                       "tool_input": {"task_id": 1}, "tool_use_id": "toolu_1", "transcript_path": "/none"}).encode()
+def t(payload):
+    s = time.perf_counter(); subprocess.run([hoop, "card-snapshot"], input=payload, env=dict(os.environ, HOOP_ROOT=root), check=True, capture_output=True); return (time.perf_counter() - s) * 1000
+for name, tool in [("another tool (no request)", "mcp__hoop__chat_send_text"), ("a card call (one loopback request)", "mcp__hoop__work_task_finish")]:
+    ms = [t(call(tool)) for _ in range(30)]
+    print(f"   {name:<38} median {statistics.median(ms):.1f} ms, max {max(ms):.1f} ms (30 runs)")
+srv.shutdown()
+PY
+
+echo "== the account snapshot per turn: a year of transcripts, 1 / 100 / 1,000 finished workers"
+"$TURN_BENCH" "$BENCH_DIR"
 
 echo "== time and memory"
 awk '{printf "   %-12s median %7.3f s   peak RSS %7.1f MB\n", $1, $2, $3/1024}' "$BENCH_DIR/results.txt"

@@ -2,9 +2,11 @@
 //! backend and provisioning. This file only parses, dispatches and maps errors
 //! to exit codes; each subcommand lives in `cmd/`.
 //!
-//! Hook commands (`hoop guard …`, `hoop hook-status`) are dispatched before any
-//! async runtime is built or any heavy config is read: they must answer in
-//! about a millisecond and must never crash the agent session.
+//! Hook commands (`hoop guard …`, `hoop hook-status`, `hoop card-snapshot`)
+//! and the status line are dispatched before any async runtime is built or
+//! any heavy config is read: they must answer in about a millisecond (the
+//! card snapshot: one loopback request) and must never crash the agent
+//! session.
 
 use std::process::ExitCode;
 
@@ -74,6 +76,13 @@ enum Command {
     /// A worker's lifecycle hook → one signal to the sentinel's loopback
     /// endpoint (reads the payload on stdin; always exits 0).
     HookStatus(cmd::hook_status::Args),
+    /// The card tools' PreToolUse hook: the account's usage snapshot before
+    /// a card ends or starts (reads the payload on stdin; always exits 0).
+    CardSnapshot,
+    /// Claude Code's status line: context fill, today's and the block's
+    /// cost, pending doorbell events (reads the payload on stdin; never
+    /// shows an error).
+    Statusline,
 }
 
 /// `hoop guard …` parsed on its own: a hook runs on every tool call of the
@@ -120,11 +129,26 @@ fn main() -> ExitCode {
             }
         };
     }
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|a| a == "card-snapshot")
+    {
+        // Any arguments are ignored: a miswired hook still exits 0.
+        return cmd::card_snapshot::run();
+    }
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|a| a == "statusline")
+    {
+        return cmd::statusline::run();
+    }
     let cli = Cli::parse();
     cmd::init_tracing();
     let result = match cli.command {
         Command::Guard(c) => Ok(cmd::guard::run(c)),
         Command::HookStatus(a) => Ok(cmd::hook_status::run(a)),
+        Command::CardSnapshot => Ok(cmd::card_snapshot::run()),
+        Command::Statusline => Ok(cmd::statusline::run()),
         Command::Backend(c) => cmd::backend::run(c),
         Command::Sentinel(c) => cmd::sentinel::run(c),
         Command::Bridge(c) => cmd::bridge::run(c),

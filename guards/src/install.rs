@@ -152,6 +152,29 @@ impl HookRow {
     }
 }
 
+/// The card tools whose call ends or starts a card (any MCP server name):
+/// the `hoop card-snapshot` hook decides again from the payload, so this
+/// matcher may match more, never less.
+pub const CARD_TOOLS_MATCHER: &str = "mcp__.+__work_task_(finish|start|take|progress)";
+/// Claude Code's ceiling on the card snapshot hook, in seconds: above the
+/// hook's own bound on its one request (`hoop_sentinel::constants::
+/// CARD_SNAPSHOT_TIMEOUT`), so the hook always ends by itself first.
+pub const CARD_SNAPSHOT_HOOK_TIMEOUT_SECS: u64 = 10;
+
+/// The card tools' usage snapshot hook (`hoop card-snapshot`), Claude Code
+/// only. Not a guard (it never refuses a call), so not in [`HOOKS`] and not
+/// among [`specs`]; `hoop hooks install --claude` and `hoop install` add it.
+/// Not bound to a home: it finds the home from the session's working
+/// directory.
+pub fn card_snapshot_spec() -> Spec {
+    Spec {
+        event: "PreToolUse",
+        matcher: Some(CARD_TOOLS_MATCHER),
+        args: vec!["card-snapshot".to_string()],
+        timeout: Some(CARD_SNAPSHOT_HOOK_TIMEOUT_SECS),
+    }
+}
+
 /// The entries for one target, from [`HOOKS`]. The home-bound guards
 /// (mcp_gate, tool_phase) are installed only with a home.
 pub fn specs(target: Target, home: Option<&str>) -> Vec<Spec> {
@@ -464,19 +487,7 @@ pub fn merge_plan(
     program: &str,
     specs: &[Spec],
 ) -> Result<(Vec<Change>, Option<Vec<u8>>), FileError> {
-    let mut settings = match std::fs::read(path) {
-        Ok(bytes) => serde_json::from_slice(&bytes).map_err(|source| FileError::Json {
-            path: path.to_path_buf(),
-            cause: source,
-        })?,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Value::Null,
-        Err(source) => {
-            return Err(FileError::Read {
-                path: path.to_path_buf(),
-                cause: source,
-            });
-        }
-    };
+    let mut settings = read_settings(path)?;
     let changes =
         merge(target, &mut settings, program, specs).map_err(|source| FileError::Merge {
             path: path.to_path_buf(),
@@ -502,16 +513,7 @@ pub fn merge_file(
 ) -> Result<Vec<Change>, FileError> {
     let (changes, data) = merge_plan(target, path, program, specs)?;
     if let Some(data) = data {
-        // A settings file kept in a dotfiles tree (stow, home-manager) is a
-        // link: write its target, keep the link.
-        let opts = hoop_core::fsutil::WriteOptions {
-            mode: file_mode(path).unwrap_or(hoop_core::fsutil::WriteOptions::default().mode),
-            links: hoop_core::fsutil::Links::WriteThrough,
-        };
-        hoop_core::fsutil::write_atomic(path, &data, opts).map_err(|source| FileError::Write {
-            path: path.to_path_buf(),
-            cause: source,
-        })?;
+        write_settings(path, &data)?;
     }
     Ok(changes)
 }
@@ -528,6 +530,94 @@ fn file_mode(path: &std::path::Path) -> Option<u32> {
     {
         let _ = path;
         None
+    }
+}
+
+/// The arguments of the status line command (`hoop statusline`).
+pub const STATUSLINE_ARGS: [&str; 1] = ["statusline"];
+
+/// Set Claude Code's `statusLine` to run `hoop statusline` (asked for
+/// explicitly: there is one status line, so another command there is
+/// replaced, and the change says which).
+pub fn merge_statusline(settings: &mut Value, program: &str) -> Result<Change, InstallError> {
+    if settings.is_null() {
+        *settings = Value::Object(Map::new());
+    }
+    let root = settings.as_object_mut().ok_or(InstallError::NotAnObject)?;
+    let ours = Spec {
+        event: "statusLine",
+        matcher: None,
+        args: STATUSLINE_ARGS.iter().map(|s| s.to_string()).collect(),
+        timeout: None,
+    };
+    let want = command_line(program, &ours);
+    let current = root
+        .get("statusLine")
+        .and_then(|v| v.get("command"))
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let change = match current {
+        Some(c) if c == want && root["statusLine"]["type"] == "command" => {
+            return Ok(Change::Present(want));
+        }
+        Some(from) => Change::Updated {
+            from,
+            to: want.clone(),
+        },
+        None => Change::Added(want.clone()),
+    };
+    root.insert(
+        "statusLine".into(),
+        json!({"type": "command", "command": want, "padding": 0}),
+    );
+    Ok(change)
+}
+
+/// [`merge_statusline`] on the settings file at `path`: the change, and the
+/// new bytes when it drifted. Reads only.
+pub fn statusline_plan(
+    path: &std::path::Path,
+    program: &str,
+) -> Result<(Change, Option<Vec<u8>>), FileError> {
+    let mut settings = read_settings(path)?;
+    let change = merge_statusline(&mut settings, program).map_err(|cause| FileError::Merge {
+        path: path.to_path_buf(),
+        cause,
+    })?;
+    if !change.is_drift() {
+        return Ok((change, None));
+    }
+    let mut data = serde_json::to_vec_pretty(&settings).expect("a JSON value serializes");
+    data.push(b'\n');
+    Ok((change, Some(data)))
+}
+
+/// Write `data` over the settings file at `path` atomically, keeping its
+/// permissions (it may hold API keys in `env`). A settings file kept in a
+/// dotfiles tree (stow, home-manager) is a link: its target is written and
+/// the link kept.
+pub fn write_settings(path: &std::path::Path, data: &[u8]) -> Result<(), FileError> {
+    let opts = hoop_core::fsutil::WriteOptions {
+        mode: file_mode(path).unwrap_or(hoop_core::fsutil::WriteOptions::default().mode),
+        links: hoop_core::fsutil::Links::WriteThrough,
+    };
+    hoop_core::fsutil::write_atomic(path, data, opts).map_err(|cause| FileError::Write {
+        path: path.to_path_buf(),
+        cause,
+    })
+}
+
+fn read_settings(path: &std::path::Path) -> Result<Value, FileError> {
+    match std::fs::read(path) {
+        Ok(bytes) => serde_json::from_slice(&bytes).map_err(|cause| FileError::Json {
+            path: path.to_path_buf(),
+            cause,
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Value::Null),
+        Err(cause) => Err(FileError::Read {
+            path: path.to_path_buf(),
+            cause,
+        }),
     }
 }
 
@@ -672,6 +762,60 @@ mod tests {
                 ("afterMCPExecution", Some(5)),
                 ("afterFileEdit", Some(5))
             ]
+        );
+    }
+
+    #[test]
+    fn the_status_line_is_set_kept_and_taken_over_only_when_asked() {
+        // Absent: added, other settings untouched.
+        let mut v = json!({"model": "opus", "hooks": {}});
+        let c = merge_statusline(&mut v, "/b/hoop").unwrap();
+        assert_eq!(c, Change::Added("/b/hoop statusline".into()));
+        assert_eq!(
+            v,
+            json!({"model": "opus", "hooks": {},
+                   "statusLine": {"type": "command", "command": "/b/hoop statusline", "padding": 0}})
+        );
+        // Present: nothing changes.
+        let before = v.clone();
+        assert!(!merge_statusline(&mut v, "/b/hoop").unwrap().is_drift());
+        assert_eq!(v, before);
+        // Another program's status line is replaced, and the change names it.
+        let mut v = json!({"statusLine": {"type": "command", "command": "ccusage statusline"}});
+        assert_eq!(
+            merge_statusline(&mut v, "/b/hoop").unwrap(),
+            Change::Updated {
+                from: "ccusage statusline".into(),
+                to: "/b/hoop statusline".into()
+            }
+        );
+        assert_eq!(v["statusLine"]["command"], "/b/hoop statusline");
+        // Not an object: refused, nothing written.
+        assert_eq!(
+            merge_statusline(&mut json!([1]), "/b/hoop"),
+            Err(InstallError::NotAnObject)
+        );
+    }
+
+    #[test]
+    fn the_card_snapshot_hook_is_a_claude_pre_tool_use_with_its_timeout() {
+        let card = card_snapshot_spec();
+        assert_eq!(card.event, "PreToolUse");
+        assert_eq!(
+            card.matcher,
+            Some("mcp__.+__work_task_(finish|start|take|progress)")
+        );
+        assert_eq!(card.timeout, Some(10));
+        // Not a guard: the guards' lists stay theirs.
+        for (t, h) in [(Target::Claude, None), (Target::Cursor, Some("bolt"))] {
+            assert!(specs(t, h).iter().all(|s| s.args != ["card-snapshot"]));
+        }
+        let mut v = Value::Null;
+        merge(Target::Claude, &mut v, "/b/hoop", &[card_snapshot_spec()]).unwrap();
+        assert_eq!(
+            v["hooks"]["PreToolUse"][0],
+            json!({"matcher": "mcp__.+__work_task_(finish|start|take|progress)",
+                   "hooks": [{"type": "command", "command": "/b/hoop card-snapshot", "timeout": 10}]})
         );
     }
 }

@@ -7,8 +7,10 @@
 //! only the bytes the incremental state has not seen, in parallel; every
 //! line goes through `hoop_core::transcript`) → global dedup, one entry per
 //! API response keeping its largest copy → [`report`] rows, priced from the
-//! table in [`prices`]. [`cumulative`] is the same pipeline summed into
-//! one total: the sentinel's usage snapshot of an account.
+//! table in [`prices`]. The sentinel's usage snapshot of an account is
+//! [`ledger`]: running totals over the same scan, attributed by the one
+//! rule in [`attribution`], that never go down. Where Claude Code keeps its
+//! files is [`claude_dirs`].
 //!
 //! **One API response counts once.** A message id names one API response,
 //! so every record carrying it is a copy of that response, whatever its
@@ -41,6 +43,10 @@
 //! runs over all files every time. A cache written under another dedup rule
 //! has another format version and is rebuilt (see [`state`]).
 
+pub mod attribution;
+pub mod claude_dirs;
+mod codec;
+pub mod ledger;
 pub mod prices;
 pub mod report;
 pub mod scan;
@@ -55,12 +61,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use hoop_core::transcript::Usage;
 use thiserror::Error;
 
-use scan::{Groups, KeyMap, Rec, Skipped, Strings, better, fingerprint, scan_file};
+use scan::{Groups, KeyMap, Rec, Skipped, Strings, better, fingerprint_at, scan_file};
 use state::{FileState, Loaded, Merged, State};
 
-/// Environment variable listing Claude config dirs (comma-separated); when
-/// set it replaces the defaults, as it does for Claude Code itself.
-pub const CLAUDE_CONFIG_DIR_ENV: &str = "CLAUDE_CONFIG_DIR";
+pub use claude_dirs::{CLAUDE_CONFIG_DIR_ENV, ClaudeDirs, claude_dirs};
+
 /// Transcripts live under `<config dir>/projects/`.
 pub const PROJECTS_DIR: &str = "projects";
 /// The state file's name under the hoop root.
@@ -78,24 +83,16 @@ pub enum MeterError {
     },
     #[error("no Claude config directory: set {CLAUDE_CONFIG_DIR_ENV} or HOME")]
     NoConfigDir,
-}
-
-/// The Claude config dirs to read: every entry of a comma-separated
-/// `CLAUDE_CONFIG_DIR` if set, else `~/.config/claude` and `~/.claude`.
-pub fn config_dirs(
-    env_value: Option<&str>,
-    home: Option<&Path>,
-) -> Result<Vec<PathBuf>, MeterError> {
-    if let Some(v) = env_value.filter(|v| !v.trim().is_empty()) {
-        return Ok(v
-            .split(',')
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .map(PathBuf::from)
-            .collect());
-    }
-    let home = home.ok_or(MeterError::NoConfigDir)?;
-    Ok(vec![home.join(".config/claude"), home.join(".claude")])
+    #[error(
+        "{path} is damaged; move it aside to start the account's usage ledger over \
+         (totals are then read again from the transcripts still on disk)"
+    )]
+    Corrupt { path: PathBuf },
+    #[error("{path} is held by another process (waited {waited:?})")]
+    Busy {
+        path: PathBuf,
+        waited: std::time::Duration,
+    },
 }
 
 /// One transcript file found on disk.
@@ -111,16 +108,94 @@ pub struct Found {
     pub mtime_ns: i64,
 }
 
-/// Every `*.jsonl` under `<dir>/projects/**` of every config dir (subagent
-/// transcripts in nested directories included). A file reachable twice
-/// (overlapping dirs, hard links) is listed once. Symlinked directories are
-/// not followed (no loops).
+impl Found {
+    /// Stat one file (`None` when it is not a regular file).
+    pub fn stat(path: &Path, project: &str) -> Option<Found> {
+        use std::os::unix::fs::MetadataExt;
+        let m = std::fs::metadata(path).ok()?;
+        m.is_file().then(|| Found {
+            path: path.to_path_buf(),
+            path_str: path.to_string_lossy().into_owned(),
+            project: project.to_string(),
+            dev: m.dev(),
+            ino: m.ino(),
+            size: m.len(),
+            mtime_ns: m.mtime() * 1_000_000_000 + m.mtime_nsec(),
+        })
+    }
+}
+
+/// Which project folders (`<config dir>/projects/<folder>`) to read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProjectFilter {
+    /// Every folder.
+    All,
+    /// Folders named by one of these escaped working directories (see
+    /// [`claude_dirs::project_slug`]), or one of them followed by `-` (a
+    /// directory below it; a neighbour that merely shares the prefix is
+    /// left to the caller's attribution).
+    Slugs(Vec<String>),
+}
+
+impl ProjectFilter {
+    fn admits(&self, folder: &str) -> bool {
+        match self {
+            ProjectFilter::All => true,
+            ProjectFilter::Slugs(v) => v.iter().any(|s| {
+                folder
+                    .strip_prefix(s.as_str())
+                    .is_some_and(|rest| rest.is_empty() || rest.starts_with('-'))
+            }),
+        }
+    }
+}
+
+/// A Claude config dir and the project folders of it to read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Source {
+    pub dir: PathBuf,
+    pub projects: ProjectFilter,
+}
+
+impl Source {
+    /// Whether `path` is a transcript this source reads (under an admitted
+    /// project folder of its `projects/`).
+    pub fn covers(&self, path: &Path) -> bool {
+        let Ok(rest) = path.strip_prefix(self.dir.join(PROJECTS_DIR)) else {
+            return false;
+        };
+        let mut parts = rest.components();
+        match (parts.next(), parts.next()) {
+            (Some(std::path::Component::Normal(folder)), Some(_)) => {
+                self.projects.admits(&folder.to_string_lossy())
+            }
+            (Some(std::path::Component::Normal(_)), None) => self.projects == ProjectFilter::All,
+            _ => false,
+        }
+    }
+}
+
+/// Every `*.jsonl` under `<dir>/projects/**` of every config dir
+/// (subagent transcripts in nested directories included). A file reachable
+/// twice (overlapping dirs, hard links) is listed once. Symlinked
+/// directories are not followed (no loops).
 pub fn discover(dirs: &[PathBuf]) -> Vec<Found> {
-    use std::os::unix::fs::MetadataExt;
+    let sources: Vec<Source> = dirs
+        .iter()
+        .map(|d| Source {
+            dir: d.clone(),
+            projects: ProjectFilter::All,
+        })
+        .collect();
+    discover_in(&sources)
+}
+
+/// [`discover`] over the admitted project folders of each source.
+pub fn discover_in(sources: &[Source]) -> Vec<Found> {
     let mut out = Vec::new();
     let mut seen = std::collections::HashSet::new();
-    for d in dirs {
-        let root = d.join(PROJECTS_DIR);
+    for src in sources {
+        let root = src.dir.join(PROJECTS_DIR);
         let mut stack = vec![(root, None::<String>)];
         while let Some((dir, project)) = stack.pop() {
             let Ok(rd) = std::fs::read_dir(&dir) else {
@@ -131,25 +206,21 @@ pub fn discover(dirs: &[PathBuf]) -> Vec<Found> {
                 let p = e.path();
                 let name = e.file_name().to_string_lossy().into_owned();
                 if ft.is_dir() {
-                    let proj = project.clone().or_else(|| Some(name.clone()));
-                    stack.push((p, proj));
-                } else if name.ends_with(".jsonl") {
-                    let Ok(m) = std::fs::metadata(&p) else {
-                        continue;
-                    };
-                    if !m.is_file() || !seen.insert((m.dev(), m.ino())) {
+                    if project.is_none() && !src.projects.admits(&name) {
                         continue;
                     }
-                    let path_str = p.to_string_lossy().into_owned();
-                    out.push(Found {
-                        project: project.clone().unwrap_or_default(),
-                        path: p,
-                        path_str,
-                        dev: m.dev(),
-                        ino: m.ino(),
-                        size: m.len(),
-                        mtime_ns: m.mtime() * 1_000_000_000 + m.mtime_nsec(),
-                    });
+                    let proj = project.clone().or_else(|| Some(name.clone()));
+                    stack.push((p, proj));
+                } else if name.ends_with(".jsonl")
+                    && (project.is_some() || src.projects == ProjectFilter::All)
+                {
+                    let Some(f) = Found::stat(&p, project.as_deref().unwrap_or_default()) else {
+                        continue;
+                    };
+                    if !seen.insert((f.dev, f.ino)) {
+                        continue;
+                    }
+                    out.push(f);
                 }
             }
         }
@@ -169,6 +240,10 @@ pub struct CollectOptions {
     pub skip_files_before_ms: Option<i64>,
     /// Scanning threads (0 = number of CPUs, capped at [`MAX_THREADS`]).
     pub threads: usize,
+    /// Cold and incremental runs: only files last modified at or after this
+    /// Unix millisecond take part (the status line keeps a small state of
+    /// the last two days this way; older files drop out of it).
+    pub only_files_since_ms: Option<i64>,
 }
 
 /// One deduplicated API response, ready to report.
@@ -226,11 +301,7 @@ fn finish(
 ) -> std::io::Result<(FileState, u64)> {
     let mut skipped = before;
     skipped.add(&out.skipped);
-    let fp = if out.consumed > 0 {
-        fingerprint(&mut std::fs::File::open(&f.path)?, out.consumed)?
-    } else {
-        0
-    };
+    let fp = fingerprint_at(&f.path, out.consumed)?;
     Ok((
         FileState {
             path: f.path_str.clone(),
@@ -251,11 +322,8 @@ fn finish(
 }
 
 fn resume(f: &Found, old: FileState) -> std::io::Result<(FileState, u64)> {
-    if old.offset > 0 {
-        let mut h = std::fs::File::open(&f.path)?;
-        if fingerprint(&mut h, old.offset)? != old.fingerprint {
-            return full_scan(f);
-        }
+    if fingerprint_at(&f.path, old.offset)? != old.fingerprint {
+        return full_scan(f);
     }
     let mut strings = Strings::from_list(old.strings);
     let mut groups = Groups::from_recs(old.recs);
@@ -328,6 +396,9 @@ fn threads(n: usize) -> usize {
 /// return the deduplicated entries.
 pub fn collect(dirs: &[PathBuf], opts: &CollectOptions) -> Result<Collected, MeterError> {
     let mut found = discover(dirs);
+    if let Some(t) = opts.only_files_since_ms {
+        found.retain(|f| f.mtime_ns / 1_000_000 >= t);
+    }
     let mut warnings = Vec::new();
     let loaded = match &opts.state_path {
         Some(p) => {
@@ -496,23 +567,6 @@ fn merge(found: &[Found], states: &[FileState], c: &mut Collected) {
     entries.sort_unstable_by_key(|e| e.ts_ms);
     c.entries = entries;
     c.strings = global.list;
-}
-
-/// The cumulative totals of every API response in `dirs`' transcripts,
-/// each counted once (the same scan, dedup and incremental state as the
-/// reports). This is what an account reports as its usage snapshot: the
-/// backend keeps the latest totals and a card's cost is its end snapshot
-/// minus its start snapshot.
-pub fn cumulative(dirs: &[PathBuf], state_path: Option<PathBuf>) -> Result<Usage, MeterError> {
-    let c = collect(
-        dirs,
-        &CollectOptions {
-            state_path,
-            threads: 1,
-            ..CollectOptions::default()
-        },
-    )?;
-    Ok(sum(&c.entries))
 }
 
 /// Sum entries field by field (saturating: a total never wraps).

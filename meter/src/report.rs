@@ -2,19 +2,22 @@
 //! home or 5-hour block, with totals and prices; rendered as a readable
 //! table or as JSON. Pure functions over [`Collected`].
 //!
-//! Home mapping: a hoop home's agent runs in `<hoop root>/<home>/work`
-//! (`hoop_core::home::Home::workdir`); an entry whose `cwd` is that
-//! directory or below it belongs to `<home>`. Claude Code records the
-//! resolved path, so the root is compared both as given and canonicalised.
+//! Home mapping: the one attribution rule, [`crate::attribution::home_of`]
+//! (a home's working directory and its workers' scratch directories).
 //! Other entries are in the row `-`.
+//!
+//! Prices: an entry is priced by its model's price in force at its time
+//! ([`crate::prices::PriceBook`]: the shipped table and the user's
+//! `prices.json`).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::path::{Component, Path, PathBuf};
+use std::path::PathBuf;
 
 use hoop_core::transcript::Usage;
 use serde_json::{Value, json};
 
-use crate::prices::{self, Rates};
+pub use crate::attribution::{home_of, hoop_roots};
+use crate::prices::{self, PriceBook, Rates};
 use crate::timefmt::{day_of, fmt_day, fmt_ts};
 use crate::{Collected, Entry};
 
@@ -54,6 +57,12 @@ pub struct ReportOptions {
     pub hoop_roots: Vec<PathBuf>,
     /// "Now" for marking the active block (Unix ms).
     pub now_ms: i64,
+    /// The prices (shipped table plus overrides).
+    pub prices: PriceBook,
+    /// Per row, one sub-row per model (`--breakdown`).
+    pub breakdown: bool,
+    /// Where the user adds prices (named by the unpriced warning).
+    pub price_file: Option<PathBuf>,
 }
 
 /// Sums of one row.
@@ -101,6 +110,8 @@ pub struct Row {
     pub key: String,
     pub extra: Vec<(&'static str, Value)>,
     pub sum: Sum,
+    /// Per model, by name (only with [`ReportOptions::breakdown`]).
+    pub models: Vec<(String, Sum)>,
 }
 
 /// A built report.
@@ -111,39 +122,15 @@ pub struct Report {
     pub totals: Sum,
     /// Models without a price, with their token sums.
     pub unpriced: BTreeMap<String, Usage>,
-}
-
-/// The home an entry's cwd belongs to, if any.
-pub fn home_of(cwd: &str, roots: &[PathBuf]) -> Option<String> {
-    let cwd = Path::new(cwd);
-    for r in roots {
-        if let Ok(rest) = cwd.strip_prefix(r) {
-            let mut c = rest.components();
-            if let (Some(Component::Normal(name)), Some(Component::Normal(w))) =
-                (c.next(), c.next())
-                && w == "work"
-            {
-                return Some(name.to_string_lossy().into_owned());
-            }
-        }
-    }
-    None
-}
-
-/// The roots to match homes against: the root as given and canonicalised.
-pub fn hoop_roots(root: &Path) -> Vec<PathBuf> {
-    let mut v = vec![root.to_path_buf()];
-    if let Ok(c) = root.canonicalize()
-        && c != root
-    {
-        v.push(c);
-    }
-    v
+    /// The one warning line naming them ([`unpriced_warning`]).
+    pub warning: Option<String>,
 }
 
 /// Build a report.
 pub fn build(c: &Collected, kind: Kind, o: &ReportOptions) -> Report {
-    let mut price_cache: HashMap<u32, Option<Rates>> = HashMap::new();
+    // Each model's prices over time, turned into integer rates once.
+    let mut price_cache: HashMap<u32, Vec<(i64, Rates)>> = HashMap::new();
+    let mut by_model: HashMap<(i64, u32), Sum> = HashMap::new();
     // Rows are grouped by a cheap integer key (day number, string index,
     // home index) and named once at the end.
     let mut groups: HashMap<i64, Sum> = HashMap::new();
@@ -161,9 +148,18 @@ pub fn build(c: &Collected, kind: Kind, o: &ReportOptions) -> Report {
             continue;
         }
         let model = c.strings[e.model as usize].as_str();
-        let price = *price_cache
+        let price = price_cache
             .entry(e.model)
-            .or_insert_with(|| prices::lookup(model).map(|p| Rates::of(&p)));
+            .or_insert_with(|| {
+                o.prices
+                    .schedule(model)
+                    .iter()
+                    .map(|(from, p)| (*from, Rates::of(p)))
+                    .collect()
+            })
+            .iter()
+            .find(|(from, _)| *from <= e.ts_ms)
+            .map(|(_, r)| *r);
         if price.is_none() && !e.usage.is_zero() {
             unpriced.entry(model.to_string()).or_default().add(&e.usage);
         }
@@ -205,6 +201,7 @@ pub fn build(c: &Collected, kind: Kind, o: &ReportOptions) -> Report {
                             ("active", json!(o.now_ms < block_end && o.now_ms >= start)),
                         ],
                         sum: Sum::default(),
+                        models: Vec::new(),
                     });
                 }
                 let b = blocks.last_mut().expect("just pushed");
@@ -213,6 +210,19 @@ pub fn build(c: &Collected, kind: Kind, o: &ReportOptions) -> Report {
             }
         };
         groups.entry(key).or_default().add(e, model, price.as_ref());
+        if o.breakdown {
+            by_model
+                .entry((key, e.model))
+                .or_default()
+                .add(e, model, price.as_ref());
+        }
+    }
+    let mut breakdowns: HashMap<i64, Vec<(String, Sum)>> = HashMap::new();
+    for ((key, m), sum) in by_model {
+        breakdowns
+            .entry(key)
+            .or_default()
+            .push((c.strings[m as usize].clone(), sum));
     }
     let rows = if kind == Kind::Blocks {
         blocks
@@ -243,18 +253,28 @@ pub fn build(c: &Collected, kind: Kind, o: &ReportOptions) -> Report {
                     }
                     _ => vec![],
                 };
-                Row { key, extra, sum }
+                let mut models = breakdowns.remove(&k).unwrap_or_default();
+                models.sort_by(|a, b| a.0.cmp(&b.0));
+                Row {
+                    key,
+                    extra,
+                    sum,
+                    models,
+                }
             })
             .collect();
         rows.sort_by(|a, b| a.key.cmp(&b.key));
         rows
     };
-    Report {
+    let mut r = Report {
         kind,
         rows,
         totals,
         unpriced,
-    }
+        warning: None,
+    };
+    r.warning = unpriced_warning(&r, o.price_file.as_deref());
+    r
 }
 
 fn tokens_json(s: &Sum) -> serde_json::Map<String, Value> {
@@ -285,22 +305,27 @@ fn tokens_json(s: &Sum) -> serde_json::Map<String, Value> {
     m
 }
 
-/// Warning lines for unpriced models (shown on stderr with the table and in
-/// the JSON's `warnings`).
-pub fn unpriced_warnings(r: &Report) -> Vec<String> {
-    r.unpriced
+/// The one warning line for unpriced models (shown on stderr with the
+/// table and in the JSON's `warnings`), naming each model with its tokens;
+/// `None` when every token is priced. `override_file` is where a price can
+/// be added.
+pub fn unpriced_warning(r: &Report, override_file: Option<&std::path::Path>) -> Option<String> {
+    if r.unpriced.is_empty() {
+        return None;
+    }
+    let names: Vec<String> = r
+        .unpriced
         .iter()
-        .map(|(m, u)| {
-            format!(
-                "no price for model {m:?}: {} tokens (input {}, cache write {}, cache read {}, output {}) have an UNKNOWN cost",
-                u.total(),
-                u.input,
-                u.cache_write(),
-                u.cache_read,
-                u.output
-            )
-        })
-        .collect()
+        .map(|(m, u)| format!("{m} ({} tokens)", thousands(u.total())))
+        .collect();
+    let fix = match override_file {
+        Some(p) => format!("add their prices to {}", p.display()),
+        None => "add their prices to prices.json in the hoop root".to_string(),
+    };
+    Some(format!(
+        "no price for {}: that cost is UNKNOWN (shown as $…+?), not $0; {fix}",
+        names.join(", ")
+    ))
 }
 
 /// The JSON document: `report`, `rows`, `totals` (with `input_tokens`,
@@ -333,6 +358,20 @@ pub fn to_json(r: &Report, c: &Collected) -> Value {
             m.extend(tokens_json(&row.sum));
             m.insert("models".into(), json!(row.sum.models));
             m.insert("responses".into(), json!(row.sum.entries));
+            if !row.models.is_empty() {
+                let b: Vec<Value> = row
+                    .models
+                    .iter()
+                    .map(|(model, sum)| {
+                        let mut b = serde_json::Map::new();
+                        b.insert("model".into(), json!(model));
+                        b.extend(tokens_json(sum));
+                        b.insert("responses".into(), json!(sum.entries));
+                        Value::Object(b)
+                    })
+                    .collect();
+                m.insert("breakdown".into(), Value::Array(b));
+            }
             Value::Object(m)
         })
         .collect();
@@ -342,7 +381,7 @@ pub fn to_json(r: &Report, c: &Collected) -> Value {
         "unpriced_models".into(),
         json!(r.unpriced.keys().collect::<Vec<_>>()),
     );
-    let mut warnings = unpriced_warnings(r);
+    let mut warnings: Vec<String> = r.warning.iter().cloned().collect();
     warnings.extend(c.warnings.iter().cloned());
     json!({
         "report": r.kind.name(),
@@ -421,6 +460,9 @@ pub fn to_table(r: &Report, c: &Collected) -> String {
             key.push_str(" (active)");
         }
         lines.push(cells(key, &row.sum));
+        for (model, sum) in &row.models {
+            lines.push(cells(format!("  └ {model}"), sum));
+        }
     }
     lines.push(cells("Total".into(), &r.totals));
     let mut w = [0usize; 8];
@@ -461,23 +503,6 @@ pub fn to_table(r: &Report, c: &Collected) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn home_mapping() {
-        let roots = vec![PathBuf::from("/srv/hoop")];
-        let cases: &[(&str, Option<&str>)] = &[
-            ("/srv/hoop/alice/work", Some("alice")),
-            ("/srv/hoop/alice/work/sub/dir", Some("alice")),
-            ("/srv/hoop/alice", None),
-            ("/srv/hoop/alice/logs", None),
-            ("/srv/hoopx/alice/work", None),
-            ("/elsewhere", None),
-            ("", None),
-        ];
-        for (cwd, want) in cases {
-            assert_eq!(home_of(cwd, &roots).as_deref(), *want, "{cwd}");
-        }
-    }
 
     #[test]
     fn thousands_separators() {

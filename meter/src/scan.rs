@@ -132,6 +132,15 @@ pub fn fingerprint(f: &mut File, offset: u64) -> io::Result<u64> {
     Ok(fnv(h, &buf) as u64)
 }
 
+/// The fingerprint of the bytes of the file at `path` before `offset` (0
+/// when there are none: nothing to compare).
+pub fn fingerprint_at(path: &Path, offset: u64) -> io::Result<u64> {
+    if offset == 0 {
+        return Ok(0);
+    }
+    fingerprint(&mut File::open(path)?, offset)
+}
+
 /// Hasher for maps keyed by [`dedup_key`]: the key is already a good hash,
 /// so folding it is enough (SipHash over 100k keys was a third of a warm run).
 #[derive(Default, Clone, Copy)]

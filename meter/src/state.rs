@@ -14,8 +14,8 @@
 use std::path::Path;
 
 use hoop_core::fsutil::{WriteOptions, write_atomic};
-use hoop_core::transcript::Usage;
 
+use crate::codec::{R, W};
 use crate::scan::{Rec, Skipped};
 use crate::{Entry, MeterError};
 
@@ -109,35 +109,7 @@ impl Loaded {
     }
 }
 
-struct W(Vec<u8>);
-
 impl W {
-    fn u32(&mut self, v: u32) {
-        self.0.extend_from_slice(&v.to_le_bytes());
-    }
-    fn u64(&mut self, v: u64) {
-        self.0.extend_from_slice(&v.to_le_bytes());
-    }
-    fn i64(&mut self, v: i64) {
-        self.0.extend_from_slice(&v.to_le_bytes());
-    }
-    fn str(&mut self, s: &str) {
-        self.u32(s.len() as u32);
-        self.0.extend_from_slice(s.as_bytes());
-    }
-    /// The six token numbers, in `Usage`'s field order.
-    fn usage(&mut self, u: &Usage) {
-        for v in [
-            u.input,
-            u.cache_write_5m,
-            u.cache_write_1h,
-            u.cache_write_unsplit,
-            u.cache_read,
-            u.output,
-        ] {
-            self.u64(v);
-        }
-    }
     fn rec(&mut self, r: &Rec) {
         self.0.extend_from_slice(&r.key.to_le_bytes());
         self.usage(&r.usage);
@@ -155,41 +127,7 @@ impl W {
     }
 }
 
-struct R<'a>(&'a [u8]);
-
-impl<'a> R<'a> {
-    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
-        if self.0.len() < n {
-            return None;
-        }
-        let (a, b) = self.0.split_at(n);
-        self.0 = b;
-        Some(a)
-    }
-    fn u32(&mut self) -> Option<u32> {
-        Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
-    }
-    fn u64(&mut self) -> Option<u64> {
-        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
-    }
-    fn i64(&mut self) -> Option<i64> {
-        Some(i64::from_le_bytes(self.take(8)?.try_into().ok()?))
-    }
-    fn str(&mut self) -> Option<String> {
-        let n = self.u32()? as usize;
-        String::from_utf8(self.take(n)?.to_vec()).ok()
-    }
-    /// The six token numbers, as [`W::usage`] wrote them.
-    fn usage(&mut self) -> Option<Usage> {
-        Some(Usage {
-            input: self.u64()?,
-            cache_write_5m: self.u64()?,
-            cache_write_1h: self.u64()?,
-            cache_write_unsplit: self.u64()?,
-            cache_read: self.u64()?,
-            output: self.u64()?,
-        })
-    }
+impl R<'_> {
     fn rec(&mut self, nstrings: u32) -> Option<Rec> {
         let key = u128::from_le_bytes(self.take(16)?.try_into().ok()?);
         let usage = self.usage()?;
@@ -406,6 +344,7 @@ impl State {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use hoop_core::transcript::Usage;
 
     #[test]
     fn round_trips_and_refuses_garbage() {

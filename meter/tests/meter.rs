@@ -7,7 +7,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use hoop_meter::report::{self, Kind, ReportOptions};
-use hoop_meter::{CollectOptions, Collected, collect, config_dirs};
+use hoop_meter::{CollectOptions, Collected, collect};
 use proptest::prelude::*;
 use serde_json::Value;
 
@@ -372,20 +372,24 @@ fn an_unknown_model_is_a_warning_and_an_unknown_cost_never_zero() {
         &[
             line("m1", Some("r1"), "claude-opus-4-6", ts, 1_000_000, 0),
             line("m2", Some("r2"), "claude-nova-9", ts, 1000, 10),
+            line("m3", Some("r3"), "claude-nova-10", ts, 5, 0),
         ],
     );
     let v = json(&cold(d.path()), Kind::Daily);
     assert_eq!(v["totals"]["cost_usd"], Value::Null);
     assert_eq!(v["totals"]["priced_cost_usd"], 5.0);
-    assert_eq!(v["totals"]["unpriced_tokens"], 1010);
+    assert_eq!(v["totals"]["unpriced_tokens"], 1015);
     assert_eq!(
         v["totals"]["unpriced_models"],
-        serde_json::json!(["claude-nova-9"])
+        serde_json::json!(["claude-nova-10", "claude-nova-9"])
     );
+    // One line naming every unpriced model with its tokens.
+    assert_eq!(v["warnings"].as_array().unwrap().len(), 1, "{v}");
     let w = v["warnings"][0].as_str().unwrap();
-    assert!(
-        w.contains("claude-nova-9") && w.contains("1010 tokens"),
-        "{w}"
+    assert_eq!(
+        w,
+        "no price for claude-nova-10 (5 tokens), claude-nova-9 (1,010 tokens): that cost is \
+         UNKNOWN (shown as $…+?), not $0; add their prices to prices.json in the hoop root"
     );
     let c = cold(d.path());
     let r = report::build(&c, Kind::Daily, &ReportOptions::default());
@@ -484,24 +488,6 @@ fn cold_since_does_not_read_files_modified_before_it() {
     )
     .unwrap();
     assert_eq!((c.files, c.files_read), (1, 1));
-}
-
-#[test]
-fn config_dirs_env_replaces_the_defaults() {
-    let home = Path::new("/h");
-    assert_eq!(
-        config_dirs(None, Some(home)).unwrap(),
-        vec![
-            PathBuf::from("/h/.config/claude"),
-            PathBuf::from("/h/.claude")
-        ]
-    );
-    assert_eq!(
-        config_dirs(Some(" /a , /b,,"), Some(home)).unwrap(),
-        vec![PathBuf::from("/a"), PathBuf::from("/b")]
-    );
-    assert_eq!(config_dirs(Some(""), Some(home)).unwrap().len(), 2);
-    assert!(config_dirs(None, None).is_err());
 }
 
 #[test]

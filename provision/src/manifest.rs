@@ -118,11 +118,17 @@ pub enum Guard {
     Memory,
     Phase,
     Mcp,
+    /// The card tools' usage snapshot (`hoop card-snapshot`).
+    Card,
 }
 
 impl Guard {
-    /// The guard a hook spec runs (`hoop guard <name> …`).
+    /// The guard a hook spec runs (`hoop guard <name> …`, or the card
+    /// snapshot hook).
     fn of(spec: &Spec) -> Option<Guard> {
+        if spec.args.first().map(String::as_str) == Some("card-snapshot") {
+            return Some(Guard::Card);
+        }
         match spec.args.get(1).map(String::as_str) {
             Some("act") => Some(Guard::Act),
             Some("memory") => Some(Guard::Memory),
@@ -134,11 +140,11 @@ impl Guard {
 }
 
 fn default_guards() -> Vec<Guard> {
-    vec![Guard::Act, Guard::Memory]
+    vec![Guard::Act, Guard::Memory, Guard::Card]
 }
 
-/// `<home>/install.json`. Absent → act and memory guards into Claude Code,
-/// no Cursor, no Codex home. phase and mcp are per-home guards (they take
+/// `<home>/install.json`. Absent → the act and memory guards and the card
+/// snapshot hook into Claude Code, no Cursor, no Codex home. phase and mcp are per-home guards (they take
 /// `--home`), so a home that wants them needs its own Claude config dir
 /// (`CLAUDE_CONFIG_DIR` or `HOME` in `sentinel.json`'s `env`) unless it is
 /// the only home on the machine.
@@ -490,7 +496,11 @@ pub fn home_hooks(user_home: &Path, h: &HomeEntry) -> Vec<(Target, PathBuf, Vec<
     targets
         .into_iter()
         .map(|(target, path)| {
-            let wanted: Vec<Spec> = hooks::specs(target, Some(&h.name))
+            let mut all = hooks::specs(target, Some(&h.name));
+            if target == Target::Claude {
+                all.push(hooks::card_snapshot_spec());
+            }
+            let wanted: Vec<Spec> = all
                 .into_iter()
                 .filter(|s| Guard::of(s).is_some_and(|g| h.settings.guards.contains(&g)))
                 .collect();
@@ -679,6 +689,7 @@ hooks    /home/ops/.cursor/hooks.json
 hooks    /home/ops/.claude/settings.json
            PreToolUse /home/ops/.hoop/bin/hoop guard act
            PreToolUse /home/ops/.hoop/bin/hoop guard memory
+           PreToolUse /home/ops/.hoop/bin/hoop card-snapshot
 unit     /home/ops/.config/systemd/user/hoop-sentinel@.service
 service  hoop-sentinel@bolt.service
 service  hoop-sentinel@nova.service
@@ -853,13 +864,17 @@ service  dev.hoop.sentinel.bolt
         let Want::Hooks { specs, .. } = &hooks[0].want else {
             unreachable!()
         };
-        assert_eq!(specs.len(), 2);
+        let args: Vec<String> = specs.iter().map(|s| s.args.join(" ")).collect();
+        assert_eq!(args, ["guard act", "guard memory", "card-snapshot"]);
     }
 
     #[test]
     fn install_settings_reject_unknown_fields_and_default_to_act_and_memory() {
         let s: InstallSettings = serde_json::from_str("{}").unwrap();
         assert_eq!(s, InstallSettings::default());
+        assert_eq!(s.guards, [Guard::Act, Guard::Memory, Guard::Card]);
+        let s: InstallSettings = serde_json::from_str(r#"{"guards":["card"]}"#).unwrap();
+        assert_eq!(s.guards, [Guard::Card]);
         assert!(serde_json::from_str::<InstallSettings>(r#"{"gaurds":[]}"#).is_err());
         assert!(serde_json::from_str::<InstallSettings>(r#"{"guards":["nope"]}"#).is_err());
     }

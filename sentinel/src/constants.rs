@@ -25,10 +25,40 @@ pub const LEASE_POLL: Duration = Duration::from_secs(60);
 pub const OBITUARIES_FILE: &str = "obituaries.json";
 /// File in the home holding the sentinel's settings.
 pub const SENTINEL_CONFIG_FILE: &str = "sentinel.json";
-/// File in the home holding the usage meter's incremental state for the
-/// account's transcripts, so each snapshot reads only what the last turn
-/// appended (the same format as `hoop usage`'s cache).
+/// The incremental state earlier versions kept in the home for the usage
+/// snapshot; the account's ledger (`hoop_meter::ledger`, in the home)
+/// replaces it, and the first ledger removes it.
 pub const USAGE_CACHE_FILE: &str = "usage-cache.bin";
+/// How long a usage snapshot waits for the account's ledger lock (another
+/// process of the home — a worker's supervisor — reading it). A sync takes
+/// milliseconds; past this the holder is stuck, and the snapshot is given
+/// up (nothing is reported, which keeps the stored totals) rather than
+/// holding up a turn.
+pub const USAGE_LEDGER_LOCK_WAIT: Duration = Duration::from_secs(10);
+/// File in the home naming the loopback endpoint the card tools' hook
+/// (`hoop card-snapshot`) asks for a usage snapshot.
+pub const CARD_SNAPSHOT_ENDPOINT_FILE: &str = "usage-snapshot.endpoint";
+/// The path of that endpoint.
+pub const CARD_SNAPSHOT_PATH: &str = "/usage/snapshot";
+/// The hook gives up on the snapshot after this long and lets the card
+/// call go on: a snapshot is a ledger sync (milliseconds) and one POST to
+/// the backend; a backend that hangs must not hold the agent's call longer.
+pub const CARD_SNAPSHOT_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long the snapshot waits for the response that makes the card call
+/// to reach its transcript (Claude Code writes it around the time it runs
+/// the hook; observed within tens of milliseconds). Below
+/// [`CARD_SNAPSHOT_TIMEOUT`], leaving time for the POST.
+pub const CARD_SNAPSHOT_CALL_WAIT: Duration = Duration::from_secs(2);
+/// How often it looks.
+pub const CARD_SNAPSHOT_POLL: Duration = Duration::from_millis(5);
+/// How much of the transcript's end it looks in (the call's response is
+/// among its last lines).
+pub const CARD_SNAPSHOT_TAIL_BYTES: u64 = 1 << 20;
+/// Largest hook payload read (a card finish carries its result text, a
+/// summary; anything longer is cut and the hook still decides from it).
+pub const CARD_SNAPSHOT_PAYLOAD_MAX: usize = 1 << 20;
+/// Largest request the endpoint accepts (the hook sends the tool's name).
+pub const CARD_SNAPSHOT_BODY_MAX: usize = 4096;
 /// After a turn, how long the usage snapshot waits for the CLI to write the
 /// turn's last response to its transcript (it does so around the result
 /// line). Past it the snapshot is reported as read: the next one catches up.

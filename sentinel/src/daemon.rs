@@ -336,6 +336,15 @@ where
             )),
         );
     }
+    // The card tools' usage snapshots (`hoop card-snapshot`), on loopback.
+    if let Some((listener, addr)) = crate::usage::bind_snapshots(&home).await {
+        tracing::info!(%addr, "card snapshot endpoint on loopback");
+        spawn(
+            &mut set,
+            "card snapshot endpoint",
+            Box::pin(crate::usage::serve_snapshots(listener, ctx.clone())),
+        );
+    }
     spawn(
         &mut set,
         "lease renewer",

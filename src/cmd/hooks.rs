@@ -1,7 +1,9 @@
-//! `hoop hooks install --claude|--cursor [--home H] [--check]`: merge hoop's
-//! hook entries into Claude Code's `settings.json` or Cursor's `hooks.json`
-//! (see `hoop_guards::install` for the merge rules). `--check` writes
-//! nothing and exits 1 when the file differs from what install would make.
+//! `hoop hooks install --claude|--cursor [--home H] [--statusline] [--check]`:
+//! merge hoop's hook entries into Claude Code's `settings.json` or Cursor's
+//! `hooks.json` (see `hoop_guards::install` for the merge rules), and with
+//! `--statusline` make `hoop statusline` Claude Code's status line.
+//! `--check` writes nothing and exits 1 when the file differs from what
+//! install would make.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -37,6 +39,10 @@ pub struct InstallArgs {
     /// The hoop program written into the hooks (default: this binary).
     #[arg(long)]
     program: Option<String>,
+    /// Also make `hoop statusline` Claude Code's status line (replaces
+    /// another status line command, and says which).
+    #[arg(long, conflicts_with = "cursor")]
+    statusline: bool,
 }
 
 pub fn run(c: Command) -> anyhow::Result<ExitCode> {
@@ -46,18 +52,18 @@ pub fn run(c: Command) -> anyhow::Result<ExitCode> {
 }
 
 fn default_path(target: Target) -> anyhow::Result<PathBuf> {
-    let home = || {
-        std::env::var_os("HOME")
+    Ok(match target {
+        // Where Claude Code keeps its files: the one rule.
+        Target::Claude => hoop_meter::claude_dirs::claude_dirs_here()
+            .context("neither CLAUDE_CONFIG_DIR nor HOME is set; pass --settings")?
+            .primary
+            .join("settings.json"),
+        Target::Cursor => std::env::var_os("HOME")
             .filter(|h| !h.is_empty())
             .map(PathBuf::from)
-            .context("HOME is not set; pass --settings")
-    };
-    Ok(match target {
-        Target::Claude => match std::env::var_os("CLAUDE_CONFIG_DIR").filter(|d| !d.is_empty()) {
-            Some(d) => PathBuf::from(d).join("settings.json"),
-            None => home()?.join(".claude").join("settings.json"),
-        },
-        Target::Cursor => home()?.join(".cursor").join("hooks.json"),
+            .context("HOME is not set; pass --settings")?
+            .join(".cursor")
+            .join("hooks.json"),
     })
 }
 
@@ -78,13 +84,23 @@ fn install_cmd(a: InstallArgs) -> anyhow::Result<ExitCode> {
             .to_string_lossy()
             .into_owned(),
     };
-    let specs = install::specs(target, a.home.as_deref());
-    let (changes, data) = install::merge_plan(target, &path, &program, &specs)?;
+    let mut specs = install::specs(target, a.home.as_deref());
+    if target == Target::Claude {
+        // The card tools' usage snapshot (not a guard: it never refuses).
+        specs.push(install::card_snapshot_spec());
+    }
+    let (mut changes, data) = install::merge_plan(target, &path, &program, &specs)?;
+    let mut drift = data.is_some();
+    if a.statusline {
+        let (c, d) = install::statusline_plan(&path, &program)?;
+        drift |= d.is_some();
+        changes.push(c);
+    }
     for c in &changes {
         println!("{c}");
     }
     if a.check {
-        if data.is_some() {
+        if drift {
             eprintln!(
                 "{}: hooks differ from what `hoop hooks install` makes; fix: run the same \
                  command without --check",
@@ -95,11 +111,16 @@ fn install_cmd(a: InstallArgs) -> anyhow::Result<ExitCode> {
         println!("{}: up to date", path.display());
         return Ok(ExitCode::SUCCESS);
     }
-    if data.is_none() {
+    if !drift {
         println!("{}: up to date", path.display());
         return Ok(ExitCode::SUCCESS);
     }
     install::merge_file(target, &path, &program, &specs)?;
+    if a.statusline
+        && let (_, Some(data)) = install::statusline_plan(&path, &program)?
+    {
+        install::write_settings(&path, &data)?;
+    }
     println!("{}: written", path.display());
     Ok(ExitCode::SUCCESS)
 }

@@ -3,6 +3,7 @@
 
 pub mod backend;
 pub mod bridge;
+pub mod card_snapshot;
 pub mod completions;
 pub mod demo;
 pub mod doctor;
@@ -18,6 +19,7 @@ pub mod restart;
 pub mod say;
 pub mod sentinel;
 pub mod status;
+pub mod statusline;
 pub mod usage;
 pub mod worker;
 

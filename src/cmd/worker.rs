@@ -532,20 +532,27 @@ async fn read_all(pipe: Option<impl tokio::io::AsyncRead + Unpin>) -> Vec<u8> {
     }
 }
 
-/// The account's cumulative totals, read over the home's and every
-/// worker's transcripts, so the card's end snapshot holds this worker's
-/// tokens (production records a card's cost as end − start snapshots).
+/// The account's cumulative totals (the home's ledger, over the home's and
+/// every worker's transcripts), so the card's end snapshot holds this
+/// worker's tokens (production records a card's cost as end − start
+/// snapshots).
 async fn report_usage(home: &Home, cfg: &SentinelConfig, client: &Client) {
+    use hoop_sentinel::usage::{Scope, read_account, snapshot};
     let env: Vec<(String, String)> = cfg.env.clone().into_iter().collect();
-    let Some(dirs) = hoop_sentinel::usage::account_dirs(home, &env) else {
-        tracing::warn!("no config dir for the agent; usage not reported");
-        return;
-    };
-    let totals = tokio::task::spawn_blocking(move || hoop_sentinel::usage::read_totals(dirs, None))
-        .await
-        .ok()
-        .and_then(Result::ok);
-    let report = hoop_sentinel::usage::snapshot(None, totals.as_ref());
+    let h = home.clone();
+    let totals =
+        match tokio::task::spawn_blocking(move || read_account(&h, &env, Scope::Account)).await {
+            Ok(Ok(r)) => r.totals,
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, "usage not read; nothing reported");
+                return;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "usage reader stopped; nothing reported");
+                return;
+            }
+        };
+    let report = snapshot(None, totals.as_ref());
     if let Err(e) = client.usage(&report).await {
         tracing::warn!(error = %e, "worker usage report failed");
     }

@@ -86,6 +86,11 @@ pub enum Reply {
     /// (`stop_reason: tool_use`); the follow-up request that carries the
     /// tool_result is answered with `then` (without consuming the queue).
     Bash { command: String, then: String },
+    /// A text block and a tool_use of any tool (`name`, e.g. an MCP tool
+    /// `mcp__hoop__work_task_finish`) with `input`; the follow-up request
+    /// that carries its tool_result takes the NEXT queued reply, so a turn
+    /// can chain several tool calls.
+    Tool { name: String, input: Value },
     /// An HTTP error with the API's JSON error body and extra headers.
     Error {
         status: u16,
@@ -112,6 +117,12 @@ impl Reply {
         Reply::Bash {
             command: command.into(),
             then: then.into(),
+        }
+    }
+    pub fn tool(name: impl Into<String>, input: Value) -> Reply {
+        Reply::Tool {
+            name: name.into(),
+            input,
         }
     }
     /// Wait `after` before answering with `self`.
@@ -368,7 +379,9 @@ struct Inner {
     default: Reply,
     usage: UsageScript,
     log: Vec<RecordedRequest>,
-    pending_then: VecDeque<String>,
+    /// What answers each tool-result follow-up, in order: a `Bash` reply's
+    /// `then` text, or `None` for a `Tool` reply (the next queued reply).
+    pending_then: VecDeque<Option<String>>,
     cache: CacheModel,
     /// Added to the real clock for the cache's TTLs ([`Standin::advance_clock`]).
     clock_offset: Duration,
@@ -628,11 +641,12 @@ fn choose(st: &mut Inner, body: &Value) -> Reply {
         return Reply::Work;
     }
     if last_carries_tool_result(body) {
-        let then = st
-            .pending_then
-            .pop_front()
-            .unwrap_or_else(|| "Done.".to_string());
-        return Reply::Text(then);
+        match st.pending_then.pop_front() {
+            Some(Some(then)) => return Reply::Text(then),
+            // A `Tool` reply's follow-up takes the next queued reply.
+            Some(None) => {}
+            None => return Reply::Text("Done.".to_string()),
+        }
     }
     st.queue.pop_front().unwrap_or_else(|| st.default.clone())
 }
@@ -712,8 +726,22 @@ fn plan_for(st: &mut Inner, body: &Value, n: usize, reply: Reply, over: Option<U
             ))],
             "end_turn",
         ),
+        Reply::Tool { name, input } => {
+            st.pending_then.push_back(None);
+            (
+                vec![
+                    sse::Block::Text("I will use a tool.".into()),
+                    sse::Block::ToolUse {
+                        id: format!("toolu_standin_{:08}", next_id()),
+                        name,
+                        input,
+                    },
+                ],
+                "tool_use",
+            )
+        }
         Reply::Bash { command, then } => {
-            st.pending_then.push_back(then);
+            st.pending_then.push_back(Some(then));
             (
                 vec![
                     sse::Block::Text("I will run a command.".into()),

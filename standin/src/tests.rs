@@ -106,6 +106,59 @@ async fn bash_then_text_on_the_tool_result_without_consuming_the_queue() {
 }
 
 #[tokio::test]
+async fn a_tool_call_chains_to_the_next_queued_reply() {
+    let s = Standin::spawn().await.unwrap();
+    s.push(Reply::tool(
+        "mcp__hoop__work_task_finish",
+        json!({"task_id": 7, "status": "done"}),
+    ));
+    s.push(Reply::tool(
+        "mcp__hoop__work_task_take",
+        json!({"task_id": 8}),
+    ));
+    s.push(Reply::text("both done"));
+    s.push(Reply::text("next turn"));
+    let tool_of = |b: &str| -> (String, Value) {
+        let ev = events(b);
+        let name = ev
+            .iter()
+            .find(|e| e["content_block"]["type"] == "tool_use")
+            .map(|e| e["content_block"]["name"].as_str().unwrap().to_string())
+            .unwrap_or_default();
+        let json: String = ev
+            .iter()
+            .filter_map(|e| e["delta"]["partial_json"].as_str())
+            .collect();
+        (name, serde_json::from_str(&json).unwrap_or(Value::Null))
+    };
+    let (_, _, b1) = post(&s, &user("work")).await;
+    assert_eq!(
+        tool_of(&b1),
+        (
+            "mcp__hoop__work_task_finish".to_string(),
+            json!({"task_id": 7, "status": "done"})
+        )
+    );
+    let follow = json!({"messages": [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": "ok"}]}]});
+    let (_, _, b2) = post(&s, &follow).await;
+    assert_eq!(
+        tool_of(&b2),
+        (
+            "mcp__hoop__work_task_take".to_string(),
+            json!({"task_id": 8})
+        )
+    );
+    let (_, _, b3) = post(&s, &follow).await;
+    let text: String = events(&b3)
+        .iter()
+        .filter_map(|e| e["delta"]["text"].as_str())
+        .collect();
+    assert_eq!(text, "both done");
+    assert_eq!(s.queued(), 1, "the next turn's reply is still queued");
+    s.shutdown().await;
+}
+
+#[tokio::test]
 async fn summary_requests_get_analysis_and_summary_tags() {
     let s = Standin::spawn().await.unwrap();
     s.push(Reply::text("kept for the next turn"));

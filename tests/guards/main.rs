@@ -574,7 +574,8 @@ fn claude_install_keeps_other_hooks_and_is_idempotent() {
         vec![
             "/usr/local/bin/hoop guard act",
             "/usr/local/bin/hoop guard memory",
-            "/usr/local/bin/hoop guard mcp --home bolt"
+            "/usr/local/bin/hoop guard mcp --home bolt",
+            "/usr/local/bin/hoop card-snapshot"
         ]
     );
     assert_eq!(pre[2]["matcher"], "Bash");
@@ -617,7 +618,7 @@ fn claude_install_keeps_other_hooks_and_is_idempotent() {
     assert_eq!(env.run(&args, b"").code, 0);
     let moved = read_json(&settings);
     let pre = moved["hooks"]["PreToolUse"].as_array().unwrap();
-    assert_eq!(pre.len(), 5);
+    assert_eq!(pre.len(), 6);
     assert_eq!(
         pre[2]["hooks"][0]["command"],
         "/opt/hoop/bin/hoop guard act"
@@ -647,8 +648,8 @@ fn claude_install_honours_claude_config_dir_and_refuses_broken_json() {
     let v = read_json(&cfg.join("settings.json"));
     assert_eq!(
         v["hooks"]["PreToolUse"].as_array().unwrap().len(),
-        2,
-        "no home: act + memory"
+        3,
+        "no home: act + memory + the card snapshot"
     );
     let broken = env.dir.path().join("broken.json");
     std::fs::write(&broken, "{ not json").unwrap();

@@ -179,7 +179,8 @@ fn plan_apply_check_then_a_hand_edit_is_named_and_repaired() {
         link.display()
     )));
     let settings = std::fs::read_to_string(m.settings()).unwrap();
-    for g in ["guard act", "guard memory"] {
+    // The card tools' usage snapshot is a default hook too.
+    for g in ["guard act", "guard memory", "card-snapshot"] {
         assert!(
             settings.contains(&format!("{} {g}", link.display())),
             "{settings}"

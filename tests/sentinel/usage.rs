@@ -151,3 +151,141 @@ async fn a_stop_during_the_usage_report_keeps_the_turns_commit() {
     );
     assert!(d2.term().success());
 }
+
+/// A turn that finishes card A and claims card B: the card tools' hook
+/// (installed by `hoop hooks install`) posts the account's snapshot before
+/// each call, so A costs exactly the response that finished it and B the
+/// responses from its claim to its finish — number by number. Without the
+/// hook A would cost nothing (its end snapshot would be the last report,
+/// before the turn) and B would carry A's finishing work.
+///
+/// The account's transcripts share the agent's config dir with another
+/// home's session and the operator's own: neither counts (the snapshot is
+/// the account's, by its working directory).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_turn_that_finishes_a_card_is_billed_to_that_card() {
+    let w = World::new(Opts::default()).await;
+    let claude_home = w.root.path().join("claude-home");
+    // The hoop MCP server in the agent's user settings, with an MCP key of
+    // the agent's own account.
+    let key = w.admin.mint_mcp_key(w.agent.id).await.unwrap();
+    std::fs::write(
+        claude_home.join(".claude.json"),
+        serde_json::json!({"mcpServers": {"hoop": {
+            "type": "http",
+            "url": format!("http://{}/mcp", w.backend_addr),
+            "headers": {"Authorization": format!("Bearer {}", key.key)},
+        }}})
+        .to_string(),
+    )
+    .unwrap();
+    // The hooks, as an operator installs them.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_hoop"))
+        .args(["hooks", "install", "--claude"])
+        .env("HOME", &claude_home)
+        .env_remove("CLAUDE_CONFIG_DIR")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let settings = std::fs::read_to_string(claude_home.join(".claude/settings.json")).unwrap();
+    assert!(settings.contains("card-snapshot"), "{settings}");
+    // Someone else's tokens in the same config dir.
+    let foreign = |cwd: &str, id: &str| {
+        format!(
+            r#"{{"type":"assistant","timestamp":"2026-12-03T10:00:00Z","sessionId":"x","cwd":"{cwd}","requestId":"r-{id}","message":{{"id":"{id}","model":"claude-opus-4-8","usage":{{"input_tokens":900000,"cache_read_input_tokens":900000,"output_tokens":900000}}}}}}"#
+        )
+    };
+    for (folder, cwd, id) in [
+        ("-home-ops-project", "/home/ops/project", "op-1"),
+        (
+            "-other-home",
+            &format!("{}/nova/work", w.root.path().display()),
+            "nova-1",
+        ),
+    ] {
+        let dir = claude_home.join(".claude/projects").join(folder);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("s.jsonl"), foreign(cwd, id) + "\n").unwrap();
+    }
+
+    let card_a = w.claimed_card("card A").await;
+    let card_b = w
+        .admin
+        .create_card(&hoop_api::admin::AdminCreateCard {
+            conversation_id: w.room.id,
+            task: hoop_api::types::AssignTask {
+                title: "card B".into(),
+                assignee_id: Some(w.agent.id),
+                ..Default::default()
+            },
+            creator_id: Some(w.human.id),
+        })
+        .await
+        .unwrap();
+    // Each response its own numbers, so a response billed to the wrong card
+    // shows in every field.
+    let u = |n: u64| Usage {
+        input_tokens: 1_000 * n,
+        cache_creation_input_tokens: 100 * n + 7,
+        cache_read_input_tokens: 10_000 * n + 3,
+        output_tokens: 10 * n + 1,
+    };
+    w.standin.set_usage(UsageScript::Fixed(u(9)));
+    let finish = |id: i64| serde_json::json!({"task_id": id, "status": "done", "result": "done"});
+    // Turn 1: finish A (response 1), claim B (2), answer (3 and its
+    // follow-up, 9).
+    w.standin
+        .push(Reply::tool("mcp__hoop__work_task_finish", finish(card_a.id)).with_usage(u(1)));
+    w.standin.push(
+        Reply::tool(
+            "mcp__hoop__work_task_take",
+            serde_json::json!({"task_id": card_b.id}),
+        )
+        .with_usage(u(2)),
+    );
+    w.standin
+        .push(Reply::bash(w.say_cmd("A is done, B is mine"), "answered").with_usage(u(3)));
+    let mut d = w.spawn();
+    d.ready().await;
+    w.post("@bolt finish A and take B", false).await;
+    d.wait_log_count("usage reported", 1).await;
+    let card = |id| w.agent_client.card(w.room.id, id);
+    let a = card(card_a.id).await.unwrap();
+    assert_eq!(a.status, hoop_api::types::CardStatus::Done, "{a:?}");
+    assert_eq!(
+        card(card_b.id).await.unwrap().status,
+        hoop_api::types::CardStatus::Working
+    );
+    // Turn 2: finish B (response 4), answer (5 and its follow-up, 9).
+    w.standin
+        .push(Reply::tool("mcp__hoop__work_task_finish", finish(card_b.id)).with_usage(u(4)));
+    w.standin
+        .push(Reply::bash(w.say_cmd("B is done"), "answered").with_usage(u(5)));
+    w.post("@bolt finish B", false).await;
+    d.wait_log_count("usage reported", 2).await;
+    let b = card(card_b.id).await.unwrap();
+    assert_eq!(b.status, hoop_api::types::CardStatus::Done, "{b:?}");
+
+    let cost = |parts: &[Usage]| {
+        let sum = |f: fn(&Usage) -> u64| Some(parts.iter().map(f).sum::<u64>() as i64);
+        (
+            sum(|u| u.input_tokens),
+            sum(|u| u.cache_read_input_tokens + u.cache_creation_input_tokens),
+            sum(|u| u.output_tokens),
+        )
+    };
+    let got = |c: &Card| (c.tokens_in, c.tokens_cached_in, c.tokens_out);
+    let log = d.log_text();
+    assert_eq!(got(&a), cost(&[u(1)]), "card A:\n{log}");
+    // B: the rest of turn 1 after its claim (3 and its follow-up) and the
+    // call that finished it (4).
+    assert_eq!(got(&b), cost(&[u(3), u(9), u(4)]), "card B:\n{log}");
+    // What the hook added to each card call, as the daemon measured it.
+    for l in log
+        .lines()
+        .filter(|l| l.contains("card snapshot before a card call"))
+    {
+        eprintln!("{l}");
+    }
+    assert!(d.term().success());
+}

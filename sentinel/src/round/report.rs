@@ -3,8 +3,6 @@
 //! room) or the obituary into the rooms. Also the usage functions a patrol
 //! round shares.
 
-use std::time::Instant;
-
 use hoop_api::types::{CardId, ConversationId, SendMessage};
 use hoop_core::clock::now_unix;
 
@@ -92,72 +90,21 @@ pub(crate) async fn working_card(ctx: &RoundCtx) -> Option<CardId> {
     }
 }
 
-/// The account's cumulative totals read from the agent's transcripts
-/// (`None`, logged, when they cannot be read).
+/// The account's cumulative totals before a turn (see
+/// [`crate::usage::account_totals`]).
 pub(crate) async fn account_totals(ctx: &RoundCtx) -> Option<hoop_core::transcript::Usage> {
-    let env: Vec<(String, String)> = ctx
-        .cfg
-        .env
-        .iter()
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    let Some(dirs) = crate::usage::account_dirs(&ctx.home, &env) else {
-        tracing::warn!("no config dir for the agent; usage not read");
-        return None;
-    };
-    let cache = ctx.home.dir().join(crate::constants::USAGE_CACHE_FILE);
-    match tokio::task::spawn_blocking(move || crate::usage::read_totals(dirs, Some(cache))).await {
-        Ok(Ok(t)) => Some(t),
-        Ok(Err(e)) => {
-            tracing::warn!(error = %e, "usage totals unreadable");
-            None
-        }
-        Err(e) => {
-            tracing::warn!(error = %e, "usage reader stopped");
-            None
-        }
-    }
+    crate::usage::account_totals(ctx).await
 }
 
-/// Report the account's cumulative totals (a snapshot, see
-/// [`crate::usage`]) naming the card decided before the turn. `before` is
-/// the snapshot read before the turn: the report waits (bounded) until the
-/// transcripts hold the turn's output, so the turn is in it.
+/// Report the account's cumulative totals after a turn (see
+/// [`crate::usage::report_usage`]).
 pub(crate) async fn report_usage(
     ctx: &RoundCtx,
     card_id: Option<CardId>,
     before: Option<hoop_core::transcript::Usage>,
     result: &TurnResult,
 ) {
-    let turn_out = result.usage.and_then(|u| u.tokens_out);
-    let deadline = Instant::now() + crate::constants::USAGE_CATCH_UP_WAIT;
-    let totals = loop {
-        let Some(now) = account_totals(ctx).await else {
-            return;
-        };
-        let Some(before) = &before else { break now };
-        if crate::usage::caught_up(before, &now, turn_out) {
-            break now;
-        }
-        if Instant::now() >= deadline {
-            tracing::warn!(
-                "the turn's last response is not in the transcripts yet; reporting what is there"
-            );
-            break now;
-        }
-        tokio::time::sleep(crate::constants::USAGE_CATCH_UP_POLL).await;
-    };
-    let report = crate::usage::snapshot(card_id, Some(&totals));
-    match ctx.client.usage(&report).await {
-        Ok(_) => tracing::info!(
-            card = ?card_id,
-            tokens_in = ?report.tokens_in,
-            tokens_cached_in = ?report.tokens_cached_in,
-            tokens_out = ?report.tokens_out,
-            "usage reported"
-        ),
-        Err(e) => tracing::warn!(error = %e, "usage report failed"),
-    }
+    crate::usage::report_usage(ctx, card_id, before, result).await
 }
 
 /// Post a failure report (its body begins with a failure mark, so the
