@@ -504,29 +504,43 @@ pub fn never_saw(id: MessageId, home: &str, span: Option<(i64, i64)>, alarm_secs
     )
 }
 
-/// One room's messages with their present state, one line each; `!` marks
-/// those not answered, passed or ruled out.
-pub fn render_room(room: ConversationId, lines: &[Line], since_ms: i64, now_ms: i64) -> String {
+/// Each message of a room's lines with its present state, by id.
+pub fn room_states(lines: &[Line], _now_ms: i64) -> Vec<(MessageId, State)> {
     let mut by_msg: BTreeMap<MessageId, Vec<Line>> = BTreeMap::new();
-    let cursors: Vec<Line> = lines
+    let cursors: Vec<&Line> = lines
         .iter()
         .filter(|l| matches!(l.ev, Ev::Cursor { .. }))
-        .cloned()
         .collect();
     for l in lines {
         if let (Some(m), false) = (l.msg, matches!(l.ev, Ev::Cursor { .. })) {
             by_msg.entry(m).or_default().push(l.clone());
         }
     }
+    by_msg
+        .into_iter()
+        .map(|(id, mut ls)| {
+            let first = ls.first().map_or(0, |l| l.t);
+            ls.extend(
+                cursors
+                    .iter()
+                    .filter(|c| c.t >= first)
+                    .map(|c| (*c).clone()),
+            );
+            ls.sort_by_key(|l| l.t);
+            (id, present(id, &ls, &[]))
+        })
+        .collect()
+}
+
+/// One room's messages with their present state, one line each; `!` marks
+/// those not answered, passed or ruled out.
+pub fn render_room(room: ConversationId, lines: &[Line], since_ms: i64, now_ms: i64) -> String {
+    let states = room_states(lines, now_ms);
     let mut out = format!("room {room} since {} (UTC):\n", clock(since_ms));
-    if by_msg.is_empty() {
+    if states.is_empty() {
         out.push_str("  no message of this room in the journal for this window\n");
     }
-    for (id, mut ls) in by_msg {
-        let first = ls.first().map_or(0, |l| l.t);
-        ls.extend(cursors.iter().filter(|c| c.t >= first).cloned());
-        ls.sort_by_key(|l| l.t);
-        let s = present(id, &ls, &[]);
+    for (id, s) in states {
         let mark = if s.is_settled() { ' ' } else { '!' };
         out.push_str(&format!("{mark} #{id}  {}\n", render_state(&s, now_ms)));
     }
