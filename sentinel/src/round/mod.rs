@@ -253,7 +253,6 @@ pub async fn run<A: Agent>(
             marks_at_prompt: &done.marks_at_prompt,
         };
         let s = settle::settle_rooms(ctx, wakes, facts, book, &mut memo).await;
-        ctx.journal.record_all(s.lines);
         save_memo(&memo, &rooms_path);
         events.extend(s.events);
         notes = s.notes;

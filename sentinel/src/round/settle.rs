@@ -29,8 +29,8 @@ pub(super) struct SettleOut {
     pub retry_at: BTreeMap<ConversationId, Instant>,
     /// Some room's reply failed.
     pub any_failed: bool,
-    /// The journal's lines of this settle.
-    pub lines: Vec<crate::journal::Line>,
+    /// Journal lines gathered while settling (recorded by settle itself).
+    lines: Vec<crate::journal::Line>,
 }
 
 /// What the turn stage learnt that settling needs.
@@ -131,6 +131,26 @@ pub(super) async fn settle_rooms(
         let none = BTreeSet::new();
         let offered = offered.get(&room).unwrap_or(&none);
         let s = plan::settle(&k, w, &pulled, &memo.offers(room), offered, end);
+        // What arrived during the turn and was answered or passed there
+        // (shown by `hoop say` / `hoop read`) is not the turn's work, but
+        // its fate is known now: the cursor may pass it at once.
+        let fresh = plan::decide::in_range(w.floor, &pulled.fresh);
+        for (m, role) in fresh.iter().zip(plan::classify(&k, &fresh)) {
+            let ev = match role {
+                plan::Role::Answered { by } => crate::journal::Ev::Answered {
+                    by,
+                    turn: Some(turn),
+                },
+                plan::Role::Passed => crate::journal::Ev::Passed {
+                    reason: passes.why(room, m.id).unwrap_or("").to_string(),
+                    turn: Some(turn),
+                },
+                _ => continue,
+            };
+            if !w.to_answer.iter().any(|x| x.id == m.id) {
+                out.lines.push(crate::journal::Line::msg(t, room, m.id, ev));
+            }
+        }
         for e in &s.events {
             if let Event::Passed { id, .. } = e {
                 pass_why.insert((room, *id), passes.why(room, *id).unwrap_or("").to_string());
@@ -182,9 +202,29 @@ pub(super) async fn settle_rooms(
             updates.push((room, to));
         }
     }
+    // The journal's lines go to its writer before the cursors are
+    // committed: a daemon killed in between finds the messages again above
+    // the cursor (and journals them, once, as found answered or passed).
+    let now = Instant::now();
+    let retry_in_ms: BTreeMap<ConversationId, u64> = out
+        .retry_at
+        .iter()
+        .map(|(r, at)| (*r, at.saturating_duration_since(now).as_millis() as u64))
+        .collect();
+    let facts = super::journal::SettleFacts {
+        turn,
+        retry_in_ms: &retry_in_ms,
+        pass_why: &pass_why,
+    };
+    let (cursor_lines, lines): (Vec<_>, Vec<_>) = super::journal::settled(t, &out.events, &facts)
+        .into_iter()
+        .partition(|l| matches!(l.ev, crate::journal::Ev::Cursor { .. }));
+    ctx.journal.record_all(std::mem::take(&mut out.lines));
+    ctx.journal.record_all(lines);
     if !updates.is_empty() {
         match commit_cursors(&ctx.home.cursors_path(), &updates) {
             Ok(c) => {
+                ctx.journal.record_all(cursor_lines);
                 for (room, _) in &updates {
                     if let Some(to) = c.get(*room) {
                         memo.cursor_at(*room, to);
@@ -203,18 +243,5 @@ pub(super) async fn settle_rooms(
             }
         }
     }
-    let now = Instant::now();
-    let retry_in_ms: BTreeMap<ConversationId, u64> = out
-        .retry_at
-        .iter()
-        .map(|(r, at)| (*r, at.saturating_duration_since(now).as_millis() as u64))
-        .collect();
-    let facts = super::journal::SettleFacts {
-        turn,
-        retry_in_ms: &retry_in_ms,
-        pass_why: &pass_why,
-    };
-    let settled = super::journal::settled(t, &out.events, &facts);
-    out.lines.extend(settled);
     out
 }
