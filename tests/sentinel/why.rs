@@ -172,6 +172,8 @@ async fn why_tells_each_message_its_story() {
     d.ready().await;
     let down = story_until(&w, while_down.id, "now: answered by #").await;
 
+    // What an operator reads (kept in the test's output).
+    eprintln!("{answered}\n{passed}\n{other}\n{mentioned}\n{down}");
     // The words of each story.
     for (story, parts) in [
         (
@@ -179,7 +181,7 @@ async fn why_tells_each_message_its_story() {
             &[
                 // The WebSocket, or the recheck of every room after it
                 // connected when that round already found it.
-                "seen, by ",
+                "seen: ",
                 "work: a 1:1 room (this agent is its only AI)",
                 "shown to the agent in the prompt of turn 1",
                 "answered by #",
@@ -206,7 +208,7 @@ async fn why_tells_each_message_its_story() {
         (
             &down,
             &[
-                "seen, by the first round after the sentinel started",
+                "seen: found by the first round after the sentinel started",
                 "now: answered by #",
             ][..],
         ),
@@ -218,6 +220,7 @@ async fn why_tells_each_message_its_story() {
     // Nothing answered is marked in the room's listing; each message once.
     let (code, room) = why(&w, &["--room", &one.to_string(), "--since", "1h"]).await;
     assert_eq!(code, 0, "{room}");
+    eprintln!("{room}");
     for id in [question.id, thanks.id, while_down.id] {
         assert_eq!(
             room.matches(&format!("#{id} ")).count(),

@@ -341,15 +341,17 @@ pub fn line_words(l: &Line) -> String {
             let how = match how {
                 How::Websocket => "the WebSocket rang for its room",
                 How::Alarm => {
-                    "the alarm round (a full pull that catches what the WebSocket missed)"
+                    "found by the alarm round (a full pull that catches what the WebSocket missed)"
                 }
                 How::Recheck => {
-                    "a recheck (the room's own timer, or every room after the WebSocket connected)"
+                    "found by a recheck (the room's own timer, or every room after the WebSocket connected)"
                 }
-                How::PageBack => "paging back toward the cursor (it was not on the newest page)",
-                How::Startup => "the first round after the sentinel started",
+                How::PageBack => {
+                    "found by paging back toward the cursor (it was not on the newest page)"
+                }
+                How::Startup => "found by the first round after the sentinel started",
             };
-            format!("seen, by {how}; it was created {}", clock(created * 1000))
+            format!("seen: {how}; created {}", clock(created * 1000))
         }
         Ev::Work { why } => format!("work: {}", why_words(*why, None)),
         Ev::Context { why, me } => {
@@ -734,7 +736,7 @@ mod tests {
             ..Found::default()
         };
         let want = "message #57 in room 3:
-  2026-12-05 00:00:00  seen, by the WebSocket rang for its room; it was created 2026-12-05 00:00:00
+  2026-12-05 00:00:00  seen: the WebSocket rang for its room; created 2026-12-05 00:00:00
   2026-12-05 00:00:00  work: a 1:1 room (this agent is its only AI): every message is its to answer
   2026-12-05 00:00:03  shown to the agent in the prompt of turn 12
   2026-12-05 00:00:07  turn 12 ended: ok in 4.0 s, 1000 tokens in (900 cached), 20 out
