@@ -60,7 +60,8 @@ mod tests {
     fn retention_table() {
         let keep = |days, max_bytes| Keep { days, max_bytes };
         // (files, today, keep, want deleted, why); nothing more to fit
-        let cases: Vec<(Vec<DayFile>, i64, Keep, Vec<i64>, &str)> = vec![
+        type Case = (Vec<DayFile>, i64, Keep, Vec<i64>, &'static str);
+        let cases: Vec<Case> = vec![
             (vec![], 100, keep(30, 1000), vec![], "empty folder"),
             (
                 vec![f(71, 1), f(70, 1), f(100, 1)],

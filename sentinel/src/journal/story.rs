@@ -93,19 +93,17 @@ pub fn find_message(dir: &Path, id: MessageId) -> Found {
                 Ev::Answered { by, .. } if *by == id && l.msg != Some(id) => {
                     found.answer_to.push(l);
                 }
-                Ev::TurnEnd { turn, .. } => {
-                    if turns.contains(turn) {
-                        found.lines.push(l);
-                    }
+                Ev::TurnEnd { turn, .. } if turns.contains(turn) => found.lines.push(l),
+                Ev::TurnEnd { .. } => {}
+                // Only a cursor of the message's own room, once it was seen,
+                // and at or past it: the end of its story.
+                Ev::Cursor { .. }
+                    if room.is_some() && l.room == room && l.msg.is_some_and(|to| to >= id) =>
+                {
+                    found.lines.push(l);
+                    return finish(found);
                 }
-                Ev::Cursor { .. } => {
-                    // Only a cursor of the message's own room, once it was
-                    // seen, and at or past it: the end of its story.
-                    if room.is_some() && l.room == room && l.msg.is_some_and(|to| to >= id) {
-                        found.lines.push(l);
-                        return finish(found);
-                    }
-                }
+                Ev::Cursor { .. } => {}
                 _ if l.msg == Some(id) => {
                     if room.is_none() {
                         room = l.room;
@@ -217,14 +215,15 @@ pub fn present(id: MessageId, lines: &[Line], answer_to: &[Line]) -> State {
         Ev::Seen { created, .. } => Some(created),
         _ => None,
     });
-    if let Some(l) = own.iter().find(|l| matches!(l.ev, Ev::Answered { .. })) {
-        if let Ev::Answered { by, turn } = l.ev {
-            return State::Answered {
-                by,
-                turn,
-                after_ms: created.map(|c| l.t - c * 1000),
-            };
-        }
+    if let Some((t, by, turn)) = own.iter().find_map(|l| match l.ev {
+        Ev::Answered { by, turn } => Some((l.t, by, turn)),
+        _ => None,
+    }) {
+        return State::Answered {
+            by,
+            turn,
+            after_ms: created.map(|c| t - c * 1000),
+        };
     }
     if let Some(Ev::Passed { reason, .. }) = own
         .iter()
