@@ -270,3 +270,51 @@ async fn why_tells_each_message_its_story() {
     assert_journal_agrees(&w, &all);
     drop(d);
 }
+
+/// Messages that land during a turn and are answered in it (shown by `hoop
+/// say`'s refusal and `hoop read`, never the turn's work): each has its one
+/// `answered` line, and its story says how it was shown.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn messages_answered_during_a_turn_are_journaled_once() {
+    let w = World::new(Opts::default()).await;
+    w.standin.set_default(Reply::Work);
+    w.standin
+        .push(Reply::Work.delayed(std::time::Duration::from_secs(3)));
+    let mut d = w.spawn();
+    d.ready().await;
+    let before = w.standin.request_count();
+    w.post("@bolt first question", false).await;
+    until("the turn reached the model", || async {
+        w.standin.request_count() > before
+    })
+    .await;
+    let mut burst = vec![];
+    for i in 0..5 {
+        burst.push(w.post(&format!("burst {i}"), false).await);
+    }
+    until("every message answered", || async {
+        every_message_answered_by(w.agent.id, &w.messages().await)
+    })
+    .await;
+    until("the cursor at the newest message", || async {
+        let newest = w.messages().await.last().map(|m| m.id);
+        w.cursor() == newest && newest.is_some()
+    })
+    .await;
+    let story = story_until(&w, burst[0].id, "now: answered by #").await;
+    assert!(
+        story.contains("shown to the agent by hoop say or hoop read during turn 1"),
+        "{story}"
+    );
+    let msgs = w.messages().await;
+    until("the journal holds every answer", || async {
+        journal_lines(&w)
+            .iter()
+            .filter(|l| l["ev"] == "answered")
+            .count()
+            >= msgs.iter().filter(|m| m.sender_id == w.human.id).count()
+    })
+    .await;
+    assert_journal_agrees(&w, &msgs);
+    drop(d);
+}
