@@ -403,6 +403,53 @@ mod tests {
         }
     }
 
+    /// What rang for a room, for the journal's `seen`: the room's own ring
+    /// before the full pull's, and the first cause of each kept.
+    #[test]
+    fn what_rang_table() {
+        let mut startup = Targets::default();
+        startup.ring_all(How::Startup);
+        let mut ws = Targets::default();
+        add(&mut ws, Kick::Conversation(7));
+        let mut recheck = Targets::default();
+        add(&mut recheck, Kick::All);
+        let none = Targets::default();
+        // (first, then, room, want, why)
+        let cases: Vec<(&Targets, &Targets, i64, How, &str)> = vec![
+            (
+                &startup,
+                &recheck,
+                9,
+                How::Startup,
+                "the first full pull's cause stays",
+            ),
+            (
+                &startup,
+                &ws,
+                7,
+                How::Websocket,
+                "a room's own ring beats the full pull",
+            ),
+            (&startup, &ws, 9, How::Startup, "other rooms: the full pull"),
+            (
+                &recheck,
+                &startup,
+                9,
+                How::Recheck,
+                "first cause kept either way",
+            ),
+            (&ws, &none, 8, How::Alarm, "nothing said: the alarm"),
+        ];
+        for (first, then, room, want, why) in cases {
+            let mut t = first.clone();
+            t.merge(then.clone());
+            assert_eq!(t.how_of(room), want, "{why}");
+        }
+        let mut t = ws.clone();
+        t.ring(7, How::Recheck);
+        assert_eq!(t.how_of(7), How::Websocket, "a room keeps its first ring");
+    }
+
     #[test]
     fn after_round_table() {
         let timings = Timings::default();
