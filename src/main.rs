@@ -49,6 +49,8 @@ enum Command {
     Read(cmd::read::Args),
     /// Leave messages unanswered on purpose: recorded in the home, never posted.
     Pass(cmd::pass::Args),
+    /// What the sentinel did with a message, and why: from the home's journal.
+    Why(cmd::why::Args),
     /// Merge hoop's hook entries into Claude Code / Cursor settings.
     #[command(subcommand)]
     Hooks(cmd::hooks::Command),
@@ -157,6 +159,7 @@ fn main() -> ExitCode {
         Command::SendImage(a) => cmd::say::run_image(a),
         Command::Read(a) => cmd::read::run(a),
         Command::Pass(a) => cmd::pass::run(a),
+        Command::Why(a) => cmd::why::run(a),
         Command::Hooks(c) => cmd::hooks::run(c),
         Command::Usage(a) => cmd::usage::run(a),
         Command::Status(a) => cmd::status::run(a),

@@ -119,6 +119,11 @@ impl Home {
     pub fn cursors_path(&self) -> PathBuf {
         self.dir().join("cursors.json")
     }
+    /// The sentinel's journal of what it did with each message, one
+    /// `YYYY-MM-DD.jsonl` a day (`hoop why` reads it).
+    pub fn journal_dir(&self) -> PathBuf {
+        self.dir().join("journal")
+    }
     /// `hoop say`'s watermark per conversation.
     pub fn say_seen_path(&self) -> PathBuf {
         self.dir().join("say_seen.json")

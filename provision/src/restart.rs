@@ -834,6 +834,7 @@ mod tests {
             consecutive_failures: 0,
             login_error: None,
             gave_up: vec![],
+            journal_dropped: 0,
         };
         let cases: Vec<(Option<Status>, Option<u32>, Seen)> = vec![
             (None, Some(7), Seen::Nothing),

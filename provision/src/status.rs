@@ -675,6 +675,7 @@ mod tests {
             consecutive_failures: 1,
             login_error: None,
             gave_up: vec![],
+            journal_dropped: 0,
         }
     }
 

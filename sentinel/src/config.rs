@@ -72,6 +72,13 @@ pub struct SentinelFile {
     /// end signal (default [`HOOK_STATUS_KEEP`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hook_status_keep_sec: Option<u64>,
+    /// Days the journal keeps (default [`crate::constants::JOURNAL_KEEP_DAYS`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub journal_keep_days: Option<u32>,
+    /// The journal folder's bound in bytes (default
+    /// [`crate::constants::JOURNAL_MAX_BYTES`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub journal_max_bytes: Option<u64>,
     /// Extra environment for the agent process.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub env: BTreeMap<String, String>,
@@ -190,6 +197,8 @@ pub struct SentinelConfig {
     pub idle_reap: Duration,
     pub new_room_backlog: Duration,
     pub hook_status_keep: Duration,
+    /// What the journal keeps.
+    pub journal_keep: crate::journal::retention::Keep,
     pub env: BTreeMap<String, String>,
     pub timings: Timings,
     /// Validated patrols (see [`SentinelConfig::load`]).
@@ -227,6 +236,13 @@ impl SentinelConfig {
             hook_status_keep: f
                 .hook_status_keep_sec
                 .map_or(HOOK_STATUS_KEEP, Duration::from_secs),
+            journal_keep: {
+                let d = crate::journal::retention::Keep::default();
+                crate::journal::retention::Keep {
+                    days: f.journal_keep_days.unwrap_or(d.days),
+                    max_bytes: f.journal_max_bytes.unwrap_or(d.max_bytes),
+                }
+            },
             env: f.env,
             timings: Timings::from_file(f.timings.as_ref()),
         }

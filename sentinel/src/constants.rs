@@ -176,3 +176,21 @@ pub const INSTRUCTION_BODY_CAP_CHARS: usize = 8_000;
 /// File in the home holding, per room, the first-sight floor and the offer
 /// counts (`state::Rooms`).
 pub const ROOMS_FILE: &str = "rooms.json";
+
+/// The journal (`<home>/journal/`, `hoop why`) keeps this many days:
+/// "why didn't it answer me last week?" is still answerable, and a month
+/// of a busy home is tens of megabytes.
+pub const JOURNAL_KEEP_DAYS: u32 = 30;
+/// The journal folder is at most this large, whatever the days say (oldest
+/// days dropped first): 30 days of 10,000 events a day take about 45 MB,
+/// so this only bounds a runaway (a room flooding for days) on a small disk.
+pub const JOURNAL_MAX_BYTES: u64 = 256 * 1024 * 1024;
+/// Journal lines waiting for the writer at most. A round writes a few
+/// lines per message (a flooded room's 240 messages, about a thousand);
+/// four thousand outlast a disk stalled for several rounds. A full queue
+/// drops journal lines (counted), never holds up a round.
+pub const JOURNAL_QUEUE: usize = 4096;
+/// How much of the newest day files the daemon reads at start (the turn
+/// number goes on, answered and passed messages are not written twice):
+/// today's and yesterday's.
+pub const JOURNAL_RECALL_DAYS: usize = 2;

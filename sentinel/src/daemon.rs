@@ -251,6 +251,7 @@ where
         cfg: cfg.clone(),
         current_card: current_card.clone(),
         warm_parts: std::sync::Mutex::new(None),
+        journal: crate::journal::Journal::open(home.journal_dir(), cfg.journal_keep),
     });
     let (kick_tx, kick_rx) = tokio::sync::mpsc::unbounded_channel();
     let board = StatusBoard::new(
@@ -382,6 +383,8 @@ where
         Ok(mut a) => a.stop().await,
         Err(_) => tracing::warn!("a turn is still running; its process ends with ours"),
     }
+    // What the journal's queue still holds is written before we go.
+    ctx.journal.close();
     // No address is published for a lane nothing serves.
     hoop_guards::lane::unpublish_endpoint(&hoop_guards::lane::runtime_dir(&home), &home.name);
     // What the agent's tree left to us goes with us (workers stay).

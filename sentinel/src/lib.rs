@@ -11,6 +11,7 @@ pub mod context;
 pub mod daemon;
 pub mod driver;
 pub mod driver_agent;
+pub mod journal;
 pub mod ledger;
 pub mod lock;
 pub mod patrol;

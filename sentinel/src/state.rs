@@ -281,6 +281,14 @@ pub struct Status {
     /// [`crate::constants::GAVE_UP_KEPT`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub gave_up: Vec<GaveUp>,
+    /// Journal lines dropped since the daemon started (its writer was
+    /// behind, or the journal at its byte bound): `hoop why` may miss events.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub journal_dropped: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// A message the sentinel stopped offering without an answer.

@@ -216,6 +216,7 @@ impl World {
             cfg,
             current_card: Arc::new(Mutex::new(None)),
             warm_parts: Mutex::new(None),
+            journal: hoop_sentinel::journal::Journal::off(),
         });
         let script = Script::default();
         let agent_proc = Arc::new(tokio::sync::Mutex::new(ScriptAgent {

@@ -22,6 +22,7 @@ pub mod sentinel;
 pub mod status;
 pub mod statusline;
 pub mod usage;
+pub mod why;
 pub mod worker;
 
 /// Exit code for any error that reaches the top.

@@ -9,6 +9,7 @@ mod reliability;
 mod stall;
 mod trees;
 mod usage;
+mod why;
 mod workers;
 
 use std::time::Duration;

@@ -93,6 +93,7 @@ async fn kill_9_at_random_points_never_loses_or_doubles_a_message() {
         logs.matches("🧠 turn started").count()
     );
     assert_each_answered_once(&w, &msgs);
+    crate::why::assert_journal_agrees(&w, &msgs);
 }
 
 /// The environment variable that replays a kill -9 schedule.

@@ -18,6 +18,7 @@
 //!    ([`plan::Event`]), usage reported, the failure note posted in the
 //!    rooms whose second reply in a row failed, the obituary.
 
+mod journal;
 mod pull;
 mod report;
 mod settle;
@@ -38,6 +39,7 @@ use hoop_core::mention::Me;
 use crate::agent::Agent;
 use crate::config::SentinelConfig;
 use crate::constants::FAILURE_NOTICE;
+use crate::journal::{How, Journal};
 use crate::ledger::{PASSES_FILE, Passes};
 use crate::lock;
 use crate::plan::{
@@ -50,11 +52,16 @@ use crate::tasks::lease::CurrentCard;
 pub(crate) use report::{account_totals, report_usage, working_card};
 pub(crate) use turn::preamble_for;
 
-/// Which conversations a round looks at.
+/// Which conversations a round looks at, and what rang for them (for the
+/// journal's `seen`: the first cause is kept).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Targets {
     pub all: bool,
     pub conversations: BTreeSet<ConversationId>,
+    /// What rang for each of `conversations`.
+    pub how: BTreeMap<ConversationId, How>,
+    /// What asked for every room (`all`).
+    pub all_how: Option<How>,
 }
 
 impl Targets {
@@ -64,6 +71,28 @@ impl Targets {
     pub fn merge(&mut self, other: Targets) {
         self.all |= other.all;
         self.conversations.extend(other.conversations);
+        for (c, h) in other.how {
+            self.how.entry(c).or_insert(h);
+        }
+        self.all_how = self.all_how.or(other.all_how);
+    }
+    /// Add one room, rung by `how`.
+    pub fn ring(&mut self, c: ConversationId, how: How) {
+        self.conversations.insert(c);
+        self.how.entry(c).or_insert(how);
+    }
+    /// Ask for every room, by `how`.
+    pub fn ring_all(&mut self, how: How) {
+        self.all = true;
+        self.all_how.get_or_insert(how);
+    }
+    /// What rang for `c` (a room of its own first, then the full pull).
+    pub fn how_of(&self, c: ConversationId) -> How {
+        self.how
+            .get(&c)
+            .copied()
+            .or(self.all_how)
+            .unwrap_or(How::Alarm)
     }
     fn wants(&self, c: ConversationId) -> bool {
         self.all || self.conversations.contains(&c)
@@ -105,6 +134,8 @@ pub struct RoundCtx {
     /// The prompt parts the live agent process was started with (see
     /// [`plan::preamble_parts`]); meaningful only while a process is live.
     pub warm_parts: std::sync::Mutex<Option<plan::PartsNeeded>>,
+    /// The home's journal (`hoop why`); [`Journal::off`] records nothing.
+    pub journal: Journal,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -181,8 +212,10 @@ pub async fn run<A: Agent>(
     let done = turn::turn(ctx, agent, wakes, streak.is_rerun()).await;
     let mut events: Vec<Event> = vec![];
     let mut offered: BTreeMap<ConversationId, BTreeSet<MessageId>> = BTreeMap::new();
+    let mut listed: BTreeMap<ConversationId, BTreeSet<MessageId>> = BTreeMap::new();
     if done.delivered {
         for r in &done.composed.rooms {
+            listed.insert(r.room, r.listed.iter().copied().collect());
             events.push(Event::Shown {
                 room: r.room,
                 ids: r.listed.clone(),
@@ -215,6 +248,9 @@ pub async fn run<A: Agent>(
             sends_failed: &done.sends_failed,
             offered: &offered,
             agents: &decided.agents,
+            turn: done.turn,
+            listed: &listed,
+            marks_at_prompt: &done.marks_at_prompt,
         };
         let s = settle::settle_rooms(ctx, wakes, facts, book, &mut memo).await;
         save_memo(&memo, &rooms_path);
@@ -272,14 +308,48 @@ async fn pull_and_decide(
     let mut agents = BTreeMap::new();
     let mut advances: Vec<(ConversationId, MessageId)> = vec![];
     let mut events = vec![];
+    // Journal lines: what was seen now, the cursor lines once committed.
+    let t = crate::journal::now_ms();
+    let mut lines = vec![];
+    let mut cursor_lines = vec![];
     for r in pulled.rooms {
         let room = r.conv.id;
         let room_passes = passes.room(room);
         let offers = memo.offers(room);
+        let multi_ai = is_multi_ai(&r.conv);
+        let created: BTreeMap<MessageId, i64> = r
+            .pulled
+            .fresh
+            .iter()
+            .map(|m| (m.id, m.created_at))
+            .collect();
+        let sight = |id: MessageId| journal::Seen {
+            room,
+            id,
+            created: created.get(&id).copied().unwrap_or(0),
+            how: match r.paged_below {
+                Some(below) if id < below => How::PageBack,
+                _ => targets.how_of(room),
+            },
+            multi_ai,
+            me: &ctx.me.username,
+        };
+        if r.cursor.is_none()
+            && let Some(floor) = r.floor
+        {
+            for m in r.pulled.fresh.iter() {
+                if m.created_at < floor && m.sender_id != ctx.me.id {
+                    lines.extend(journal::before_floor(t, &sight(m.id)));
+                }
+            }
+        }
+        let seen_lines = |id: MessageId, role: &plan::Role| {
+            journal::seen(t, &sight(id), role, passes.why(room, id))
+        };
         let input = DecideInput {
             knowledge: Knowledge {
                 me: ctx.me(),
-                multi_ai: is_multi_ai(&r.conv),
+                multi_ai,
                 shown: shown.get(room),
                 agents: &r.agents,
                 passes: &room_passes,
@@ -298,9 +368,13 @@ async fn pull_and_decide(
                     to,
                     why: CursorWhy::Baseline,
                 });
+                cursor_lines.push(journal::cursor(t, room, to, CursorWhy::Baseline));
                 advances.push((room, to));
             }
             Decision::Advance { to, why, seen } => {
+                for (id, role) in &seen {
+                    lines.extend(seen_lines(*id, role));
+                }
                 events.extend(
                     seen.into_iter()
                         .map(|(id, role)| Event::Seen { room, id, role }),
@@ -310,9 +384,20 @@ async fn pull_and_decide(
                     to,
                     why: CursorWhy::Advance(why),
                 });
+                cursor_lines.push(journal::cursor(t, room, to, CursorWhy::Advance(why)));
                 advances.push((room, to));
             }
             Decision::Wake(w) => {
+                let mut both: Vec<(MessageId, plan::Role)> = w
+                    .context
+                    .iter()
+                    .map(|(m, role)| (m.id, role.clone()))
+                    .chain(w.to_answer.iter().map(|m| (m.id, plan::Role::Work)))
+                    .collect();
+                both.sort_by_key(|(id, _)| *id);
+                for (id, role) in &both {
+                    lines.extend(seen_lines(*id, role));
+                }
                 events.extend(w.context.iter().map(|(m, role)| Event::Seen {
                     room,
                     id: m.id,
@@ -328,8 +413,10 @@ async fn pull_and_decide(
             }
         }
     }
+    ctx.journal.record_all(lines);
     if !advances.is_empty() {
         let c = commit_cursors(&cursors_path, &advances)?;
+        ctx.journal.record_all(cursor_lines);
         for (room, _) in &advances {
             if let Some(to) = c.get(*room) {
                 memo.cursor_at(*room, to);

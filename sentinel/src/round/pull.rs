@@ -27,6 +27,9 @@ pub(super) struct RoomIn {
     pub pulled: Pulled,
     /// Members the backend marks `is_agent` (read only when needed).
     pub agents: BTreeSet<UserId>,
+    /// Messages below this id were found by paging back (not on the
+    /// newest page); `None`: one page held everything.
+    pub paged_below: Option<MessageId>,
 }
 
 /// What the pull stage found.
@@ -91,16 +94,17 @@ pub(super) async fn pull_rooms(
             Some(_) => None,
             None => Some(memo.floor_or_fix(conv.id, now_floor).0),
         };
-        let pulled = match pull(&ctx.client, conv.id, cursor, floor.unwrap_or(0)).await {
-            Ok(p) => p,
-            Err(e) => {
-                room_failed(ctx, book, conv.id, &e);
-                if let Some(at) = book.retry_at(conv.id) {
-                    out.waiting.insert(conv.id, at);
+        let (pulled, paged_below) =
+            match pull_paged(&ctx.client, conv.id, cursor, floor.unwrap_or(0)).await {
+                Ok(p) => p,
+                Err(e) => {
+                    room_failed(ctx, book, conv.id, &e);
+                    if let Some(at) = book.retry_at(conv.id) {
+                        out.waiting.insert(conv.id, at);
+                    }
+                    continue;
                 }
-                continue;
-            }
-        };
+            };
         let agents = if plan::classify::needs_members(ctx.me.id, &pulled.fresh) {
             match ctx.client.members(conv.id).await {
                 Ok(ms) => ms
@@ -138,6 +142,7 @@ pub(super) async fn pull_rooms(
             floor,
             pulled,
             agents,
+            paged_below,
         });
     }
     Ok(out)
@@ -151,6 +156,16 @@ pub(super) async fn pull(
     cursor: Option<MessageId>,
     floor: UnixSecs,
 ) -> Result<Pulled, ApiError> {
+    Ok(pull_paged(client, conversation, cursor, floor).await?.0)
+}
+
+/// [`pull`], and below which id messages were found by paging back.
+async fn pull_paged(
+    client: &Client,
+    conversation: ConversationId,
+    cursor: Option<MessageId>,
+    floor: UnixSecs,
+) -> Result<(Pulled, Option<MessageId>), ApiError> {
     let mut pages: Vec<Page> = vec![];
     let mut before = None;
     loop {
@@ -161,7 +176,13 @@ pub(super) async fn pull(
         });
         match plan::pull_step(cursor, floor, &pages) {
             PullStep::Fetch { before: b } => before = Some(b),
-            PullStep::Done(pulled) => return Ok(pulled),
+            PullStep::Done(pulled) => {
+                let below = match pages.as_slice() {
+                    [first, _, ..] => first.messages.last().map(|m| m.id),
+                    _ => None,
+                };
+                return Ok((pulled, below));
+            }
         }
     }
 }

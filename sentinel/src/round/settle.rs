@@ -29,6 +29,8 @@ pub(super) struct SettleOut {
     pub retry_at: BTreeMap<ConversationId, Instant>,
     /// Some room's reply failed.
     pub any_failed: bool,
+    /// Journal lines gathered while settling (recorded by settle itself).
+    lines: Vec<crate::journal::Line>,
 }
 
 /// What the turn stage learnt that settling needs.
@@ -40,6 +42,12 @@ pub(super) struct TurnFacts<'a> {
     pub offered: &'a BTreeMap<ConversationId, BTreeSet<MessageId>>,
     /// What the pull learnt of each room's agents.
     pub agents: &'a BTreeMap<ConversationId, BTreeSet<i64>>,
+    /// The turn's number in the journal.
+    pub turn: u64,
+    /// Per room, every message the prompt listed (context and work).
+    pub listed: &'a BTreeMap<ConversationId, BTreeSet<MessageId>>,
+    /// Each room's say watermark once the prompt reached the agent.
+    pub marks_at_prompt: &'a BTreeMap<ConversationId, MessageId>,
 }
 
 /// Settle every woken room after the turn.
@@ -55,8 +63,13 @@ pub(super) async fn settle_rooms(
         sends_failed,
         offered,
         agents,
+        turn,
+        listed,
+        marks_at_prompt,
     } = facts;
     let mut out = SettleOut::default();
+    let t = crate::journal::now_ms();
+    let mut pass_why: BTreeMap<(ConversationId, MessageId), String> = BTreeMap::new();
     let exit_ok = *class == TurnClass::Ok;
     let shown = SaySeen::load(&ctx.home.say_seen_path());
     let passes_path = ctx.home.dir().join(PASSES_FILE);
@@ -82,6 +95,27 @@ pub(super) async fn settle_rooms(
                 continue;
             }
         };
+        // What `hoop say` (a refusal shows the unread) or `hoop read` showed
+        // during the turn: the watermark moved past the prompt's.
+        let after = shown.get(room);
+        let at_prompt = marks_at_prompt.get(&room).copied();
+        for m in &pulled.fresh {
+            let by_say_or_read = m.sender_id != me.id
+                && at_prompt.is_none_or(|b| m.id > b)
+                && after.is_some_and(|a| m.id <= a)
+                && !listed.get(&room).is_some_and(|l| l.contains(&m.id));
+            if by_say_or_read {
+                out.lines.push(crate::journal::Line::msg(
+                    t,
+                    room,
+                    m.id,
+                    crate::journal::Ev::Shown {
+                        by: crate::journal::ShownBy::SayOrRead,
+                        turn,
+                    },
+                ));
+            }
+        }
         let room_passes = passes.room(room);
         let k = Knowledge {
             me,
@@ -97,8 +131,29 @@ pub(super) async fn settle_rooms(
         let none = BTreeSet::new();
         let offered = offered.get(&room).unwrap_or(&none);
         let s = plan::settle(&k, w, &pulled, &memo.offers(room), offered, end);
+        // What arrived during the turn and was answered or passed there
+        // (shown by `hoop say` / `hoop read`) is not the turn's work, but
+        // its fate is known now: the cursor may pass it at once.
+        let fresh = plan::decide::in_range(w.floor, &pulled.fresh);
+        for (m, role) in fresh.iter().zip(plan::classify(&k, &fresh)) {
+            let ev = match role {
+                plan::Role::Answered { by } => crate::journal::Ev::Answered {
+                    by,
+                    turn: Some(turn),
+                },
+                plan::Role::Passed => crate::journal::Ev::Passed {
+                    reason: passes.why(room, m.id).unwrap_or("").to_string(),
+                    turn: Some(turn),
+                },
+                _ => continue,
+            };
+            if !w.to_answer.iter().any(|x| x.id == m.id) {
+                out.lines.push(crate::journal::Line::msg(t, room, m.id, ev));
+            }
+        }
         for e in &s.events {
             if let Event::Passed { id, .. } = e {
+                pass_why.insert((room, *id), passes.why(room, *id).unwrap_or("").to_string());
                 tracing::info!(
                     conversation = room,
                     message = id,
@@ -147,9 +202,29 @@ pub(super) async fn settle_rooms(
             updates.push((room, to));
         }
     }
+    // The journal's lines go to its writer before the cursors are
+    // committed: a daemon killed in between finds the messages again above
+    // the cursor (and journals them, once, as found answered or passed).
+    let now = Instant::now();
+    let retry_in_ms: BTreeMap<ConversationId, u64> = out
+        .retry_at
+        .iter()
+        .map(|(r, at)| (*r, at.saturating_duration_since(now).as_millis() as u64))
+        .collect();
+    let facts = super::journal::SettleFacts {
+        turn,
+        retry_in_ms: &retry_in_ms,
+        pass_why: &pass_why,
+    };
+    let (cursor_lines, lines): (Vec<_>, Vec<_>) = super::journal::settled(t, &out.events, &facts)
+        .into_iter()
+        .partition(|l| matches!(l.ev, crate::journal::Ev::Cursor { .. }));
+    ctx.journal.record_all(std::mem::take(&mut out.lines));
+    ctx.journal.record_all(lines);
     if !updates.is_empty() {
         match commit_cursors(&ctx.home.cursors_path(), &updates) {
             Ok(c) => {
+                ctx.journal.record_all(cursor_lines);
                 for (room, _) in &updates {
                     if let Some(to) = c.get(*room) {
                         memo.cursor_at(*room, to);

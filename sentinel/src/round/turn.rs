@@ -5,7 +5,7 @@
 //! and never for a turn that could not start.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::time::Instant;
 
 use hoop_api::say_seen::SaySeen;
@@ -15,6 +15,7 @@ use super::RoundCtx;
 use super::report::{account_totals, working_card};
 use crate::agent::{Agent, TurnResult};
 use crate::constants::ROUND_TEXT_CAP_CHARS;
+use crate::journal::{Ev, Line, ShownBy, Tokens, now_ms};
 use crate::ledger::{FAILED_SENDS_FILE, FailedSends};
 use crate::plan::{self, Composed, InstructionCtx, Wake};
 use crate::prompts::{PromptSet, parts_for};
@@ -29,6 +30,11 @@ pub(super) struct TurnDone {
     pub sends_failed: BTreeSet<ConversationId>,
     pub card_id: Option<CardId>,
     pub before: Option<hoop_core::transcript::Usage>,
+    /// The turn's number in the journal.
+    pub turn: u64,
+    /// Each room's say watermark once the prompt reached the agent (what
+    /// moved it further was `hoop say` / `hoop read` during the turn).
+    pub marks_at_prompt: BTreeMap<ConversationId, MessageId>,
 }
 
 /// The system preamble for a turn that needs `needed`: the parts the live
@@ -97,8 +103,10 @@ pub(super) async fn turn<A: Agent>(
         .filter_map(|r| r.mark.map(|m| (r.room, m)))
         .collect();
     let delivered = AtomicBool::new(false);
+    let delivered_at = AtomicI64::new(0);
     let shown = || {
         delivered.store(true, Ordering::SeqCst);
+        delivered_at.store(now_ms(), Ordering::SeqCst);
         if marks.is_empty() {
             return;
         }
@@ -113,7 +121,17 @@ pub(super) async fn turn<A: Agent>(
     let card_id = working_card(ctx).await;
     // The usage snapshot before the turn: the one after must hold the turn.
     let before = account_totals(ctx).await;
-    tracing::info!(parts = ?part_names, rerun, "🧠 turn started");
+    let turn_no = ctx.journal.next_turn();
+    ctx.journal.record(Line {
+        t: now_ms(),
+        room: None,
+        msg: None,
+        ev: Ev::TurnStart {
+            turn: turn_no,
+            rooms: wakes.iter().map(|w| w.conversation_id).collect(),
+        },
+    });
+    tracing::info!(parts = ?part_names, rerun, turn = turn_no, "🧠 turn started");
     let started = Instant::now();
     let result: TurnResult = agent
         .lock()
@@ -122,6 +140,43 @@ pub(super) async fn turn<A: Agent>(
         .await;
     let secs = started.elapsed().as_secs_f64();
     tracing::info!(class = ?result.class, secs, detail = %result.detail, "🧠 turn finished");
+    let delivered = delivered.load(Ordering::SeqCst);
+    let mut marks_at_prompt = marks_before.clone();
+    if delivered {
+        let t = delivered_at.load(Ordering::SeqCst);
+        for r in &composed.rooms {
+            if let Some(m) = r.mark {
+                marks_at_prompt.insert(r.room, m);
+            }
+            ctx.journal.record_all(r.listed.iter().map(|id| {
+                Line::msg(
+                    t,
+                    r.room,
+                    *id,
+                    Ev::Shown {
+                        by: ShownBy::Prompt,
+                        turn: turn_no,
+                    },
+                )
+            }));
+        }
+    }
+    let usage = result.usage.unwrap_or_default();
+    ctx.journal.record(Line {
+        t: now_ms(),
+        room: None,
+        msg: None,
+        ev: Ev::TurnEnd {
+            turn: turn_no,
+            class: class_word(&result.class).to_string(),
+            ms: (secs * 1000.0) as u64,
+            tokens: Tokens {
+                tokens_in: usage.tokens_in,
+                tokens_cached_in: usage.tokens_cached_in,
+                tokens_out: usage.tokens_out,
+            },
+        },
+    });
     let fails_after = FailedSends::load(&failed_path);
     let sends_failed = wakes
         .iter()
@@ -130,10 +185,24 @@ pub(super) async fn turn<A: Agent>(
         .collect();
     TurnDone {
         result,
-        delivered: delivered.load(Ordering::SeqCst),
+        delivered,
         composed,
         sends_failed,
         card_id,
         before,
+        turn: turn_no,
+        marks_at_prompt,
+    }
+}
+
+/// A turn's class as the journal writes it (the status file's words).
+fn class_word(c: &crate::policy::TurnClass) -> &'static str {
+    use crate::policy::TurnClass;
+    match c {
+        TurnClass::Ok => "ok",
+        TurnClass::Failed => "failed",
+        TurnClass::Timeout => "timeout",
+        TurnClass::AuthDead { .. } => "auth_dead",
+        TurnClass::Limit => "limit",
     }
 }

@@ -28,6 +28,7 @@ use super::Kick;
 use super::patrol::{InFlight, PatrolFire};
 use crate::agent::Agent;
 use crate::config::Timings;
+use crate::journal::How;
 use crate::plan::RoomBook;
 use crate::policy::{Streak, TurnClass};
 use crate::round::{self, RoundCtx, RoundOutcome, RoundReport, Targets};
@@ -35,10 +36,8 @@ use crate::state::{RoundResult, StatusBoard};
 
 fn add(t: &mut Targets, k: Kick) {
     match k {
-        Kick::All => t.all = true,
-        Kick::Conversation(c) => {
-            t.conversations.insert(c);
-        }
+        Kick::All => t.ring_all(How::Recheck),
+        Kick::Conversation(c) => t.ring(c, How::Websocket),
     }
 }
 
@@ -235,7 +234,7 @@ fn due(timers: &mut BTreeMap<ConversationId, std::time::Instant>, pending: &mut 
         .collect();
     for r in ready {
         timers.remove(&r);
-        pending.conversations.insert(r);
+        pending.ring(r, How::Recheck);
     }
 }
 
@@ -257,10 +256,8 @@ pub async fn run<A: Agent>(
     };
     let mut queue: VecDeque<PatrolFire> = VecDeque::new();
     // The first round pulls everything.
-    let mut pending = Targets {
-        all: true,
-        ..Default::default()
-    };
+    let mut pending = Targets::default();
+    pending.ring_all(How::Startup);
     // Targets of a round that could not reach the backend: retried with the
     // next kick or alarm, not in a tight loop.
     let mut parked = Targets::default();
@@ -289,7 +286,7 @@ pub async fn run<A: Agent>(
                 g = inbox.recv() => if !take(g, &mut pending, &mut queue) { return },
                 _ = sleep_until(next_alarm) => {
                     tracing::debug!("⏰ alarm: full pull");
-                    pending.all = true;
+                    pending.ring_all(How::Alarm);
                 }
                 _ = sleep_until(timer.unwrap_or(next_alarm)), if timer.is_some() => {
                     due(&mut timers, &mut pending);
@@ -319,7 +316,7 @@ pub async fn run<A: Agent>(
         let now = Instant::now();
         if now >= next_alarm && !pending.all {
             tracing::debug!("⏰ alarm: full pull");
-            pending.all = true;
+            pending.ring_all(How::Alarm);
         }
         let held = patrols_not_before.is_some_and(|t| Instant::now() < t);
         let Some(job) = next_job(&mut inbox, &mut pending, &mut queue, held) else {
@@ -388,6 +385,7 @@ pub async fn run<A: Agent>(
             s.last_round_result = Some(RoundResult::of(&outcome));
             s.consecutive_failures = book.worst_failures().max(streak.failures);
             s.add_gave_up(gave_up);
+            s.journal_dropped = ctx.journal.dropped();
         });
     }
 }
@@ -401,7 +399,55 @@ mod tests {
         Targets {
             all,
             conversations: rooms.iter().copied().collect(),
+            ..Targets::default()
         }
+    }
+
+    /// What rang for a room, for the journal's `seen`: the room's own ring
+    /// before the full pull's, and the first cause of each kept.
+    #[test]
+    fn what_rang_table() {
+        let mut startup = Targets::default();
+        startup.ring_all(How::Startup);
+        let mut ws = Targets::default();
+        add(&mut ws, Kick::Conversation(7));
+        let mut recheck = Targets::default();
+        add(&mut recheck, Kick::All);
+        let none = Targets::default();
+        // (first, then, room, want, why)
+        let cases: Vec<(&Targets, &Targets, i64, How, &str)> = vec![
+            (
+                &startup,
+                &recheck,
+                9,
+                How::Startup,
+                "the first full pull's cause stays",
+            ),
+            (
+                &startup,
+                &ws,
+                7,
+                How::Websocket,
+                "a room's own ring beats the full pull",
+            ),
+            (&startup, &ws, 9, How::Startup, "other rooms: the full pull"),
+            (
+                &recheck,
+                &startup,
+                9,
+                How::Recheck,
+                "first cause kept either way",
+            ),
+            (&ws, &none, 8, How::Alarm, "nothing said: the alarm"),
+        ];
+        for (first, then, room, want, why) in cases {
+            let mut t = first.clone();
+            t.merge(then.clone());
+            assert_eq!(t.how_of(room), want, "{why}");
+        }
+        let mut t = ws.clone();
+        t.ring(7, How::Recheck);
+        assert_eq!(t.how_of(7), How::Websocket, "a room keeps its first ring");
     }
 
     #[test]
@@ -569,7 +615,8 @@ mod tests {
             next_job(&mut inbox, &mut pending, &mut queue, false),
             Some(Job::Messages)
         );
-        assert_eq!(pending, t(false, &[7]));
+        assert_eq!(pending.conversations, t(false, &[7]).conversations);
+        assert_eq!(pending.how_of(7), How::Websocket, "the journal's how");
         assert_eq!(
             queue.iter().map(|f| f.name.as_str()).collect::<Vec<_>>(),
             vec!["b", "c"]
