@@ -8,6 +8,9 @@
 #
 # cc-safety-net is installed with npm into $BENCH_DIR (a temp dir outside the
 # repository by default). Without hyperfine a plain timing loop is used.
+# With valgrind installed, each payload's instruction count (callgrind, the
+# dynamic loader included) is printed too: unlike wall time it does not move
+# with the machine's load, so it is the figure to compare profiles by.
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -87,15 +90,23 @@ for payload in "$payloads"/*.json; do
     h=$(median_loop "$payload" "$hoop" guard act --format json)
     p=$(median_loop "$payload" "$peer" hook --claude-code)
   fi
-  printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$h" "$p" "$ours" "$theirs" "$t" >> "$results"
+  ir_h=- ir_t=-
+  if command -v valgrind > /dev/null; then
+    ir() { valgrind --tool=callgrind --callgrind-out-file=/dev/null "$@" < "$payload" 2>&1 >/dev/null \
+      | awk '/Collected/ {print $4}'; }
+    ir_h=$(ir "$hoop" guard act --format json)
+    ir_t=$(ir /bin/true)
+  fi
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$h" "$p" "$ours" "$theirs" "$t" "$ir_h" "$ir_t" >> "$results"
 done
+echo "hoop binary: $(stat -c %s "$hoop") bytes ($hoop)"
 
 python3 - "$results" "$runs" <<'PY'
 import statistics, sys
 rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
 print(f"whole-process median wall time per hook call, {sys.argv[2]} runs each (ms)")
 print(f"{'payload':<18} {'hoop':>8} {'cc-safety-net':>14} {'ratio':>7} {'/bin/true':>10}   verdicts (hoop / cc-safety-net)")
-for name, h, p, ours, theirs, t in rows:
+for name, h, p, ours, theirs, t, _, _ in rows:
     h, p, t = float(h), float(p), float(t)
     print(f"{name:<18} {h:>8.3f} {p:>14.3f} {p / h:>6.0f}x {t:>10.3f}   {ours} / {theirs}")
 hm = statistics.median(float(r[1]) for r in rows)
@@ -103,4 +114,11 @@ pm = statistics.median(float(r[2]) for r in rows)
 tm = statistics.median(float(r[5]) for r in rows)
 print(f"{'median':<18} {hm:>8.3f} {pm:>14.3f} {pm / hm:>6.0f}x {tm:>10.3f}")
 print("(/bin/true is the floor: the cost of starting any process here, measured the same way)")
+if all(r[6] != "-" for r in rows):
+    print()
+    print("instructions per hook call (callgrind, loader included)")
+    print(f"{'payload':<18} {'hoop':>12} {'/bin/true':>12} {'hoop - true':>12}")
+    for r in rows:
+        h, t = int(r[6]), int(r[7])
+        print(f"{r[0]:<18} {h:>12,} {t:>12,} {h - t:>12,}")
 PY

@@ -435,15 +435,22 @@ mod tests {
     /// Production may send no hello: the connection is served all the same.
     #[tokio::test]
     async fn a_missing_hello_does_not_fail_the_connection() {
+        let (connected, go) = tokio::sync::oneshot::channel::<()>();
         let url = serve(|mut ws| async move {
-            // Only after the client's hello wait: an event, no hello ever.
-            tokio::time::sleep(Duration::from_millis(700)).await;
+            // Nothing until the client has given up waiting for a hello
+            // (its connect returned): then an event, no hello ever.
+            go.await.unwrap();
             ws.send(recheck(3)).await.unwrap();
             while ws.next().await.is_some() {}
         })
         .await;
         let mut c = connect_with_token(&url, "good", quiet()).await.unwrap();
         assert_eq!(c.user_id(), None);
+        assert!(
+            c.pending.is_empty(),
+            "nothing arrived before the hello wait ended"
+        );
+        connected.send(()).unwrap();
         assert_eq!(
             next(&mut c).await.unwrap(),
             WsEvent::TaskRecheck {
@@ -569,16 +576,28 @@ mod tests {
 
     #[tokio::test]
     async fn a_pong_that_arrived_while_nobody_polled_still_counts() {
+        // The server tells when it got the first ping and when its pong is
+        // on the wire; it sends that pong only once the client stopped polling.
+        let (got_ping, ping_seen) = tokio::sync::oneshot::channel::<()>();
+        let (stopped, may_pong) = tokio::sync::oneshot::channel::<()>();
+        let (ponged, pong_sent) = tokio::sync::oneshot::channel::<()>();
         let url = serve(|ws| async move {
             let (mut tx, mut rx) = ws.split();
             tx.send(hello()).await.unwrap();
+            let (mut got_ping, mut may_pong, mut ponged) =
+                (Some(got_ping), Some(may_pong), Some(ponged));
             let mut pings = 0;
             while let Some(Ok(m)) = rx.next().await {
                 if let Message::Ping(p) = m {
                     pings += 1;
-                    // A slow pong: it lands after the caller stopped polling.
-                    tokio::time::sleep(Duration::from_millis(30)).await;
+                    if let (Some(got), Some(may)) = (got_ping.take(), may_pong.take()) {
+                        got.send(()).unwrap();
+                        may.await.unwrap();
+                    }
                     tx.send(Message::Pong(p)).await.unwrap();
+                    if let Some(sent) = ponged.take() {
+                        sent.send(()).unwrap();
+                    }
                     if pings == 2 {
                         tx.send(recheck(3)).await.unwrap();
                     }
@@ -592,14 +611,19 @@ mod tests {
             ..quiet()
         };
         let mut c = connect_with_token(&url, "good", cfg).await.unwrap();
-        // Poll just long enough to send the first ping, then stop polling
-        // (a busy caller) until well past the pong deadline.
-        assert!(
-            timeout(Duration::from_millis(60), c.next_event())
-                .await
-                .is_err()
-        );
-        tokio::time::sleep(Duration::from_millis(400)).await;
+        // Poll until the first ping is out, then stop polling (a busy caller).
+        tokio::select! {
+            r = c.next_event() => panic!("no event before the first ping: {r:?}"),
+            r = timeout(BOUND, ping_seen) => r.expect("bounded wait").unwrap(),
+        }
+        let due = c.pong_due.expect("the ping is outstanding");
+        stopped.send(()).unwrap();
+        timeout(BOUND, pong_sent)
+            .await
+            .expect("bounded wait")
+            .unwrap();
+        // Not polled until the deadline has passed, the pong waiting unread.
+        tokio::time::sleep_until(due).await;
         // The pong is buffered and the deadline has passed: the pong wins.
         assert_eq!(
             next(&mut c).await.unwrap(),

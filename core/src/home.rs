@@ -26,15 +26,21 @@ pub enum HomeError {
         "invalid home name {0:?}: use letters, digits, '-', '_' and '.' (not starting with '.')"
     )]
     BadName(String),
-    #[error("reading {path}: {source}")]
+    /// The home's directory has no `config.json`: never redeemed on this
+    /// machine, or a mistyped name.
+    #[error("no home at {} (no config.json); fix: `hoop status` lists this machine's homes", dir.display())]
+    NoConfig { dir: PathBuf },
+    // The cause is in the message, so it is no `source` (an error chain
+    // would print it twice).
+    #[error("reading {path}: {cause}")]
     Io {
         path: PathBuf,
-        source: std::io::Error,
+        cause: std::io::Error,
     },
-    #[error("parsing {path}: {source}")]
+    #[error("parsing {path}: {cause}")]
     Parse {
         path: PathBuf,
-        source: serde_json::Error,
+        cause: serde_json::Error,
     },
 }
 
@@ -184,11 +190,17 @@ impl Home {
     /// Load `config.json`.
     pub fn load_config(&self) -> Result<HomeConfig, HomeError> {
         let path = self.config_path();
-        let text = std::fs::read_to_string(&path).map_err(|source| HomeError::Io {
-            path: path.clone(),
-            source,
+        let text = std::fs::read_to_string(&path).map_err(|cause| {
+            if cause.kind() == std::io::ErrorKind::NotFound {
+                HomeError::NoConfig { dir: self.dir() }
+            } else {
+                HomeError::Io {
+                    path: path.clone(),
+                    cause,
+                }
+            }
         })?;
-        serde_json::from_str(&text).map_err(|source| HomeError::Parse { path, source })
+        serde_json::from_str(&text).map_err(|cause| HomeError::Parse { path, cause })
     }
 }
 

@@ -51,10 +51,7 @@ fn verdict_table() {
     for (want, cmd) in &cases {
         let got = act::check(cmd, &cfg);
         // `unchecked`: refused because it cannot be analysed (fail closed).
-        let got_rule = match &got {
-            Verdict::Unchecked(_) => Some("unchecked".to_string()),
-            v => v.block().map(|b| b.rule.name().to_string()),
-        };
+        let got_rule = verdict_name(&got);
         if &got_rule != want {
             failures.push(format!("{cmd:?}: want {want:?}, got {got:?}"));
         }
@@ -73,22 +70,58 @@ fn verdict_table() {
     );
 }
 
+/// Each rule's own family of rows (the table's class column): the allow
+/// rows of these classes are the near misses of that rule — the dry run, the
+/// scratch path, the safe sibling command.
+const FAMILIES: [(&str, &[&str]); 8] = [
+    (
+        "destroy",
+        &["database", "device", "discard", "force-push", "vital-path"],
+    ),
+    ("steal", &["secrets"]),
+    ("rm", &["rm"]),
+    ("rsync-delete", &["rsync"]),
+    ("git-add-all", &["git-add"]),
+    ("stash-pop", &["stash"]),
+    ("flutter-run-device", &["flutter"]),
+    ("release", &["release"]),
+];
+
+/// Fewest rows a rule has in each direction.
+const MIN_ROWS_EACH_WAY: usize = 5;
+
 #[test]
 fn every_rule_has_rows_in_both_directions() {
-    let cases = cases();
+    let rows = rows();
     for rule in act::Rule::ALL {
-        let n = cases
+        let blocking = rows
             .iter()
-            .filter(|c| c.0.as_deref() == Some(rule.name()))
+            .filter(|r| r.want.as_deref() == Some(rule.name()))
             .count();
-        assert!(n >= 5, "rule {rule} has only {n} blocking rows");
+        assert!(
+            blocking >= MIN_ROWS_EACH_WAY,
+            "rule {rule} has only {blocking} blocking rows"
+        );
+        let (_, classes) = FAMILIES
+            .iter()
+            .find(|(name, _)| *name == rule.name())
+            .unwrap_or_else(|| panic!("rule {rule} has no family of classes in FAMILIES"));
+        let allowed = rows
+            .iter()
+            .filter(|r| r.want.is_none() && classes.contains(&r.class.as_str()))
+            .count();
+        assert!(
+            allowed >= MIN_ROWS_EACH_WAY,
+            "rule {rule} has only {allowed} allow rows in its classes {classes:?}"
+        );
     }
 }
 
 #[test]
 fn disarming_one_rule_lets_only_its_rows_through() {
     // Each rule is load-bearing: with it disarmed, its blocking rows pass
-    // (or fall to a lesser rule), so removing a rule fails this table.
+    // (or fall to a lesser rule), so removing a rule fails this table; and
+    // it is only that rule: every other row keeps its exact verdict.
     for rule in act::Rule::ALL {
         let mut cfg = ActConfig::default();
         cfg.rules = act::parse_rules(
@@ -101,15 +134,30 @@ fn disarming_one_rule_lets_only_its_rows_through() {
         )
         .rules;
         for (want, cmd) in cases() {
+            let got = act::check(&cmd, &cfg);
             if want.as_deref() == Some(rule.name()) {
-                let got = act::check(&cmd, &cfg);
                 assert_ne!(
                     got.block().map(|b| b.rule),
                     Some(rule),
                     "{cmd:?} still blocked by the disarmed {rule}"
                 );
+            } else {
+                assert_eq!(
+                    verdict_name(&got),
+                    want,
+                    "{cmd:?} with {rule} disarmed: {got:?}"
+                );
             }
         }
+    }
+}
+
+/// The table's name for a verdict: the blocking rule, `unchecked`, or None
+/// for allowed.
+fn verdict_name(v: &Verdict) -> Option<String> {
+    match v {
+        Verdict::Unchecked(_) => Some("unchecked".to_string()),
+        v => v.block().map(|b| b.rule.name().to_string()),
     }
 }
 
@@ -204,15 +252,87 @@ fn unparsable_is_allowed_but_reported() {
     assert!(matches!(act::check("ls (", &cfg), Verdict::Unparsed(_)));
 }
 
+/// Characters a plain word of the table is made of: no quotes, expansions,
+/// globs, operators or `~`, so quoting it changes nothing the shell runs.
+fn is_plain_word(w: &str) -> bool {
+    !w.is_empty()
+        && w.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_./:@%+,=-".contains(&b))
+}
+
+/// Words whose meaning depends on being unquoted (`VAR=x cmd` is an
+/// assignment, `'VAR=x'` a command; `'if'` is no keyword).
+fn must_stay_unquoted(w: &str) -> bool {
+    w.contains('=')
+        || matches!(
+            w,
+            "if" | "then"
+                | "else"
+                | "elif"
+                | "fi"
+                | "for"
+                | "while"
+                | "until"
+                | "do"
+                | "done"
+                | "case"
+                | "esac"
+                | "in"
+                | "select"
+                | "function"
+                | "time"
+        )
+}
+
+/// The rows spelled with plain words only, split at their single blanks,
+/// with the verdict they want.
+fn plain_rows() -> Vec<(Option<String>, Vec<String>)> {
+    let rows: Vec<_> = cases()
+        .into_iter()
+        .filter(|(_, cmd)| cmd.split(' ').all(is_plain_word))
+        .map(|(want, cmd)| (want, cmd.split(' ').map(str::to_string).collect()))
+        .collect();
+    assert!(rows.len() >= 300, "{} plain rows", rows.len());
+    rows
+}
+
+/// `word` spelled in one of six ways the shell reads as the same word.
+fn requote(word: &str, style: u8, at: usize) -> String {
+    if must_stay_unquoted(word) {
+        return word.to_string();
+    }
+    // A split point inside the word, for the styles that quote part of it.
+    let k = 1 + at % word.len();
+    let (head, tail) = word.split_at(k.min(word.len()));
+    match style {
+        0 => word.to_string(),
+        1 => format!("'{word}'"),
+        2 => format!("\"{word}\""),
+        3 => format!("{head}''{tail}"),
+        4 => format!("{head}'{tail}'"),
+        _ => format!("\\{word}"),
+    }
+}
+
+/// Blanks between words (and around the command): more of them, or tabs,
+/// mean the same.
+const BLANKS: [&str; 4] = [" ", "  ", "\t", " \t "];
+
 proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+    /// Any input gets a decision (never a panic), and blanks before it never
+    /// change that decision.
     #[test]
-    fn any_input_yields_a_decision(s in "(\\PC|\\pC){0,200}") {
-        let _ = act::check(&s, &ActConfig::default());
+    fn any_input_yields_a_decision_blanks_before_it_keep(s in "(\\PC|\\pC){0,200}") {
+        let cfg = ActConfig::default();
+        let v = act::check(&s, &cfg);
+        let padded = act::check(&format!(" \t {s}"), &cfg);
+        proptest::prop_assert_eq!(verdict_name(&v), verdict_name(&padded), "{:?}", s);
     }
 
+    /// Shell-shaped soup gets a decision, and blanks before it keep it.
     #[test]
-    fn shell_shaped_input_yields_a_decision(
+    fn shell_shaped_input_yields_a_decision_blanks_before_it_keep(
         parts in proptest::collection::vec(
             proptest::sample::select(vec![
                 "rm", "-rf", "/", "~", "$HOME", "git", "push", "-f", "main", "bash", "-c", "'",
@@ -224,6 +344,42 @@ proptest::proptest! {
         )
     ) {
         let s = parts.join(" ");
-        let _ = act::check(&s, &ActConfig::default());
+        let cfg = ActConfig::default();
+        let v = act::check(&s, &cfg);
+        let padded = act::check(&format!("  {s}"), &cfg);
+        proptest::prop_assert_eq!(verdict_name(&v), verdict_name(&padded), "{:?}", s);
+    }
+
+    /// A plain row of the table keeps its verdict when any of its words is
+    /// quoted (whole, in part, or by a backslash) and the blanks between
+    /// and around them change: the rules judge the words the shell runs,
+    /// not their spelling.
+    #[test]
+    fn quoting_a_plain_word_or_changing_blanks_keeps_the_verdict(
+        (want, words) in proptest::sample::select(plain_rows()),
+        spell in proptest::collection::vec(
+            (0u8..6, proptest::prelude::any::<usize>(), 0..BLANKS.len()),
+            32,
+        ),
+        (lead, trail) in (0..BLANKS.len(), 0..BLANKS.len()),
+    ) {
+        let mut cmd = String::from(&BLANKS[lead][1..]);
+        for (i, w) in words.iter().enumerate() {
+            let (style, at, blank) = spell[i % spell.len()];
+            if i > 0 {
+                cmd.push_str(BLANKS[blank]);
+            }
+            cmd.push_str(&requote(w, style, at));
+        }
+        cmd.push_str(&BLANKS[trail][1..]);
+        let got = act::check(&cmd, &ActConfig::default());
+        proptest::prop_assert_eq!(
+            verdict_name(&got),
+            want,
+            "{:?} (the row: {:?}) gave {:?}",
+            cmd,
+            words.join(" "),
+            got
+        );
     }
 }

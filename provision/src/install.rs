@@ -232,7 +232,7 @@ pub fn read_home(home: &Home, user_home: &Path) -> Result<HomeEntry, BrokenHome>
 /// A home config error without its path (the finding names the file).
 fn config_message(e: &hoop_core::home::HomeError) -> String {
     match e {
-        hoop_core::home::HomeError::Parse { source, .. } => source.to_string(),
+        hoop_core::home::HomeError::Parse { cause, .. } => cause.to_string(),
         other => other.to_string(),
     }
 }

@@ -374,10 +374,7 @@ fn one(
     say: &mut dyn FnMut(&str),
 ) -> Outcome {
     if !home.config_path().is_file() {
-        return fail(format!(
-            "no home at {} (no config.json); fix: `hoop status` lists this machine's homes",
-            home.dir().display()
-        ));
+        return fail(hoop_core::home::HomeError::NoConfig { dir: home.dir() }.to_string());
     }
     // 1. A running turn: wait for it to end (trying the flock each time).
     let turn_lock = home.turn_lock_path();

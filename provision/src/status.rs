@@ -365,10 +365,10 @@ pub fn homes(root: &Path) -> Result<Vec<Home>, HomeError> {
     let entries = match std::fs::read_dir(root) {
         Ok(e) => e,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(vec![]),
-        Err(source) => {
+        Err(cause) => {
             return Err(HomeError::Io {
                 path: root.to_path_buf(),
-                source,
+                cause,
             });
         }
     };

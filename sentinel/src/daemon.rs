@@ -49,7 +49,7 @@ pub enum DaemonError {
     Config(#[from] ConfigError),
     #[error(transparent)]
     State(#[from] StateError),
-    #[error("home {0}")]
+    #[error("{0}")]
     Home(String),
     #[error("backend client: {0}")]
     Api(#[from] hoop_api::error::Error),

@@ -473,9 +473,11 @@ fn client(conn: &Conn) -> anyhow::Result<AdminClient> {
                 None => default_token_file()?,
             };
             std::fs::read_to_string(&path)
-                .with_context(|| {
-                    format!(
-                        "no {ADMIN_TOKEN_ENV} and cannot read the admin token file {}",
+                .map_err(|e| {
+                    anyhow::anyhow!(
+                        "no {ADMIN_TOKEN_ENV} and cannot read the admin token file {}: {e}; \
+                         fix: set {ADMIN_TOKEN_ENV}, or point --admin-token-file at the file \
+                         `hoop backend serve` wrote",
                         path.display()
                     )
                 })?

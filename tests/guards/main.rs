@@ -492,7 +492,24 @@ fn mcp_gate_allowlist_and_ledger() {
     let v: Value = serde_json::from_str(&o.stdout).unwrap();
     assert_eq!(v["permission"], "allow");
     let ledger = std::fs::read_to_string(home.join("mcp_refusals.jsonl")).unwrap();
-    assert_eq!(ledger.lines().count(), 2);
+    let lines: Vec<Value> = ledger
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(
+        lines.len(),
+        2,
+        "one more line, for Cursor's refusal: {ledger}"
+    );
+    assert_eq!(lines[0]["tool"], "mcp__hoop__chat_send_text", "{ledger}");
+    assert_eq!(lines[0]["client"], "claude", "{ledger}");
+    // The allowed chat_read left no line; the refused one is Cursor's.
+    assert_eq!(lines[1]["tool"], "chat_send_text", "{ledger}");
+    assert_eq!(lines[1]["client"], "cursor", "{ledger}");
+    assert_eq!(
+        lines[1]["session"], "3f1c2a9e-0000-4000-8000-000000000001",
+        "Cursor's conversation id: {ledger}"
+    );
     assert!(!ledger.contains("SECRET"));
     // A home without an allowlist allows nothing; no home enforces nothing.
     let o = env.run(
@@ -618,10 +635,38 @@ fn claude_install_keeps_other_hooks_and_is_idempotent() {
     assert_eq!(env.run(&args, b"").code, 0);
     let moved = read_json(&settings);
     let pre = moved["hooks"]["PreToolUse"].as_array().unwrap();
-    assert_eq!(pre.len(), 6);
+    assert_eq!(pre.len(), 6, "{pre:?}");
+    assert_eq!(pre[0], original["hooks"]["PreToolUse"][0], "foreign: kept");
+    assert_eq!(pre[1], original["hooks"]["PreToolUse"][1], "foreign: kept");
+    let cmds: Vec<&str> = pre[2..]
+        .iter()
+        .map(|g| g["hooks"][0]["command"].as_str().unwrap())
+        .collect();
     assert_eq!(
-        pre[2]["hooks"][0]["command"],
-        "/opt/hoop/bin/hoop guard act"
+        cmds,
+        vec![
+            "/opt/hoop/bin/hoop guard act",
+            "/opt/hoop/bin/hoop guard memory",
+            "/opt/hoop/bin/hoop guard mcp --home bolt",
+            "/opt/hoop/bin/hoop card-snapshot"
+        ],
+        "every entry of ours moved, in place"
+    );
+    let post = moved["hooks"]["PostToolUse"].as_array().unwrap();
+    assert_eq!(post.len(), 2, "{post:?}");
+    assert_eq!(
+        post[0], original["hooks"]["PostToolUse"][0],
+        "foreign: kept"
+    );
+    assert_eq!(
+        post[1]["hooks"][0]["command"],
+        "/opt/hoop/bin/hoop guard phase --home bolt"
+    );
+    assert!(
+        !serde_json::to_string(&moved)
+            .unwrap()
+            .contains("/usr/local/bin/hoop"),
+        "no entry left on the old path: {moved}"
     );
     // Someone removes our entry: --check sees it.
     let mut edited = moved.clone();
@@ -646,11 +691,19 @@ fn claude_install_honours_claude_config_dir_and_refuses_broken_json() {
     c.env("CLAUDE_CONFIG_DIR", &cfg);
     assert_eq!(env.run_with(c, b"").code, 0);
     let v = read_json(&cfg.join("settings.json"));
+    // No home: act, memory and the card snapshot; no home-bound guard.
     assert_eq!(
-        v["hooks"]["PreToolUse"].as_array().unwrap().len(),
-        3,
-        "no home: act + memory + the card snapshot"
+        v["hooks"]["PreToolUse"],
+        json!([
+            {"matcher": "Bash",
+             "hooks": [{"type": "command", "command": "hoop guard act", "timeout": 10}]},
+            {"matcher": "Write|Edit|MultiEdit",
+             "hooks": [{"type": "command", "command": "hoop guard memory", "timeout": 10}]},
+            {"matcher": "mcp__.+__work_task_(finish|start|take|progress)",
+             "hooks": [{"type": "command", "command": "hoop card-snapshot", "timeout": 10}]}
+        ])
     );
+    assert_eq!(v["hooks"].get("PostToolUse"), None, "phase needs a home");
     let broken = env.dir.path().join("broken.json");
     std::fs::write(&broken, "{ not json").unwrap();
     let o = env.run(

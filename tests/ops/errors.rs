@@ -1,7 +1,8 @@
 //! Each operator-facing refusal of the operator's commands (`install`,
 //! `status`, `doctor`, `restart`, `provision`, `mcp`, `hooks`, `demo`,
-//! `completions`), asserted on the exact line an operator reads: its cause
-//! once, and the fix.
+//! `completions`, `sentinel`, `say`, `send-image`, `read`, `pass`, `usage`,
+//! `worker`, `backend`), asserted on the exact line an operator reads: its
+//! cause once, and the fix.
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -213,5 +214,165 @@ fn completions_name_the_shells_it_knows() {
         text(&out.stderr).contains("[possible values: bash, zsh, fish]"),
         "{}",
         text(&out.stderr)
+    );
+}
+
+/// A home directory without `config.json` (never redeemed here, or a
+/// mistyped name): every command that needs the home says so in one line,
+/// with the fix, and the cause is not repeated after it.
+#[test]
+fn a_home_without_config_is_named_once_by_each_command() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(d.path().join("root/ghost")).unwrap();
+    let line = format!(
+        "no home at {} (no config.json); fix: `hoop status` lists this machine's homes",
+        d.path().join("root/ghost").display()
+    );
+    refused(
+        &hoop(d.path(), &["sentinel", "run", "--home", "ghost"]),
+        78,
+        &format!("hoop: {line}"),
+    );
+    refused(
+        &hoop(d.path(), &["read", "--home", "ghost", "--room", "5"]),
+        1,
+        &format!("hoop: home \"ghost\": {line}"),
+    );
+    refused(
+        &hoop(d.path(), &["say", "--home", "ghost", "--room", "5", "hi"]),
+        1,
+        &format!("hoop: home \"ghost\": {line}"),
+    );
+    // A config.json that cannot be read or parsed: the cause once.
+    std::fs::create_dir_all(d.path().join("root/odd/config.json")).unwrap();
+    refused(
+        &hoop(d.path(), &["read", "--home", "odd", "--room", "5"]),
+        1,
+        &format!(
+            "hoop: home \"odd\": reading {}: Is a directory (os error 21)",
+            d.path().join("root/odd/config.json").display()
+        ),
+    );
+    std::fs::create_dir_all(d.path().join("root/cut")).unwrap();
+    std::fs::write(d.path().join("root/cut/config.json"), "{").unwrap();
+    refused(
+        &hoop(d.path(), &["read", "--home", "cut", "--room", "5"]),
+        1,
+        &format!(
+            "hoop: home \"cut\": parsing {}: EOF while parsing an object at line 1 column 1",
+            d.path().join("root/cut/config.json").display()
+        ),
+    );
+    refused(
+        &hoop(d.path(), &["sentinel", "run", "--home", "../x"]),
+        78,
+        "hoop: invalid home name \"../x\": use letters, digits, '-', '_' and '.' (not starting \
+         with '.')",
+    );
+}
+
+#[test]
+fn send_image_names_a_file_that_is_no_image() {
+    let d = tempfile::tempdir().unwrap();
+    let txt = d.path().join("notes.txt");
+    std::fs::write(&txt, "hi").unwrap();
+    refused(
+        &hoop(
+            d.path(),
+            &[
+                "send-image",
+                "--home",
+                "kai",
+                "--room",
+                "5",
+                "--file",
+                txt.to_str().unwrap(),
+            ],
+        ),
+        1,
+        &format!(
+            "hoop: {}: not an image type the backend takes (png, jpeg, gif, webp)",
+            txt.display()
+        ),
+    );
+}
+
+#[test]
+fn pass_refuses_a_room_nothing_was_shown_in_and_records_nothing() {
+    let d = tempfile::tempdir().unwrap();
+    let out = hoop(
+        d.path(),
+        &["pass", "--home", "kai", "--room", "5", "not for me"],
+    );
+    refused(
+        &out,
+        1,
+        "hoop: not passed, nothing recorded: nothing in room 5 was shown to you yet, so \
+         nothing can be passed on: read it first with hoop read --home kai --room 5",
+    );
+    assert!(
+        !d.path().join("root/kai").exists(),
+        "nothing written in the home"
+    );
+}
+
+#[test]
+fn usage_names_a_bad_day_and_a_backwards_range() {
+    let d = tempfile::tempdir().unwrap();
+    refused(
+        &hoop(d.path(), &["usage", "--since", "2026-13-01"]),
+        1,
+        "hoop: --since \"2026-13-01\": expected YYYY-MM-DD",
+    );
+    refused(
+        &hoop(
+            d.path(),
+            &["usage", "--since", "2026-02-01", "--until", "2026-01-01"],
+        ),
+        1,
+        "hoop: --since is after --until",
+    );
+}
+
+#[test]
+fn worker_spawn_names_a_bad_agent_and_an_empty_prompt() {
+    let d = tempfile::tempdir().unwrap();
+    let spawn = |extra: &[&str]| {
+        let mut args = vec![
+            "worker", "spawn", "--home", "kai", "--card", "3", "--title", "t",
+        ];
+        args.extend_from_slice(extra);
+        hoop(d.path(), &args)
+    };
+    refused(
+        &spawn(&["--agent", "codex", "--", "fix", "it"]),
+        1,
+        "hoop: --agent is `claude` or `cursor-agent`, not \"codex\"",
+    );
+    refused(&spawn(&["--", "   "]), 1, "hoop: the prompt is empty");
+    let empty = d.path().join("prompt.md");
+    std::fs::write(&empty, "\n\n").unwrap();
+    refused(
+        &spawn(&["--", empty.to_str().unwrap()]),
+        1,
+        "hoop: the prompt is empty",
+    );
+}
+
+#[test]
+fn backend_commands_name_a_missing_admin_token_and_the_fix() {
+    let d = tempfile::tempdir().unwrap();
+    refused(
+        &hoop(
+            d.path(),
+            &["backend", "card", "list", "--url", "http://127.0.0.1:9"],
+        ),
+        1,
+        &format!(
+            "hoop: no HOOP_ADMIN_TOKEN and cannot read the admin token file {}: No such file or \
+             directory (os error 2); fix: set HOOP_ADMIN_TOKEN, or point --admin-token-file at \
+             the file `hoop backend serve` wrote",
+            d.path().join("root/backend/admin.token").display()
+        ),
     );
 }

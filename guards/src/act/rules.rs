@@ -1995,11 +1995,45 @@ mod tests {
         assert!(mentions_secret("$(cat .env)"));
     }
 
+    /// The protected-branch pattern: `*` matches any run of characters,
+    /// `/` and the empty run included; everything else, `?` and `[` too,
+    /// matches itself only, case and all, over the whole name.
     #[test]
     fn globs() {
-        assert!(glob("release/*", "release/1.2"));
-        assert!(!glob("release/*", "feature/x"));
-        assert!(glob("main", "main"));
+        let cases: &[(&str, &str, bool)] = &[
+            ("main", "main", true),
+            ("main", "Main", false),
+            ("main", "mainline", false),
+            ("main", "old-main", false),
+            ("main", "", false),
+            ("", "", true),
+            ("", "main", false),
+            ("release/*", "release/1.2", true),
+            ("release/*", "release/", true),
+            ("release/*", "release/1.x/hotfix", true),
+            ("release/*", "release", false),
+            ("release/*", "feature/x", false),
+            ("release/*", "xrelease/1.2", false),
+            ("*", "", true),
+            ("*", "any/branch", true),
+            ("*-stable", "1.0-stable", true),
+            ("*-stable", "-stable", true),
+            ("*-stable", "1.0-stable-old", false),
+            ("v*.*", "v1.2", true),
+            ("v*.*", "v12", false),
+            ("a*b*c", "abc", true),
+            ("a*b*c", "a-b-c", true),
+            ("a*b*c", "acb", false),
+            ("a*b*c", "abcx", false),
+            ("**", "x", true),
+            ("release-?", "release-?", true),
+            ("release-?", "release-1", false),
+            ("hotfix-[0-9]", "hotfix-[0-9]", true),
+            ("hotfix-[0-9]", "hotfix-1", false),
+        ];
+        for &(pat, name, want) in cases {
+            assert_eq!(glob(pat, name), want, "glob({pat:?}, {name:?})");
+        }
     }
 
     #[test]
