@@ -180,12 +180,13 @@ async fn the_turn_that_finishes_a_card_is_billed_to_that_card() {
     )
     .unwrap();
     // The hooks, as an operator installs them.
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_hoop"))
-        .args(["hooks", "install", "--claude"])
-        .env("HOME", &claude_home)
-        .env_remove("CLAUDE_CONFIG_DIR")
-        .output()
-        .unwrap();
+    let out = run_bounded(
+        tokio::process::Command::new(env!("CARGO_BIN_EXE_hoop"))
+            .args(["hooks", "install", "--claude"])
+            .env("HOME", &claude_home)
+            .env_remove("CLAUDE_CONFIG_DIR"),
+    )
+    .await;
     assert!(out.status.success(), "{out:?}");
     let settings = std::fs::read_to_string(claude_home.join(".claude/settings.json")).unwrap();
     assert!(settings.contains("card-snapshot"), "{settings}");

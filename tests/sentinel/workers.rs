@@ -44,16 +44,18 @@ fn spawn_cmd(parent: i64, title: &str, prompt: &str) -> String {
     )
 }
 
-/// `hoop worker spawn` run from the test (as an operator would).
-fn spawn_worker(w: &World, parent: i64, title: &str, prompt: &str) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_hoop"))
-        .args(["worker", "spawn", "--home", HOME_NAME, "--card"])
-        .arg(parent.to_string())
-        .args(["--title", title, "--", prompt])
-        .env(ROOT_ENV, w.root.path())
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap()
+/// `hoop worker spawn` run from the test (as an operator would), bounded in
+/// time so a spawn that hangs fails the test instead of the suite.
+async fn spawn_worker(w: &World, parent: i64, title: &str, prompt: &str) -> std::process::Output {
+    run_bounded(
+        tokio::process::Command::new(env!("CARGO_BIN_EXE_hoop"))
+            .args(["worker", "spawn", "--home", HOME_NAME, "--card"])
+            .arg(parent.to_string())
+            .args(["--title", title, "--", prompt])
+            .env(ROOT_ENV, w.root.path())
+            .env("NO_COLOR", "1"),
+    )
+    .await
 }
 
 async fn sub_cards(w: &World, parent: i64) -> Vec<Card> {
@@ -113,7 +115,7 @@ async fn a_worker_writes_its_result_usage_or_error_on_its_sub_card() {
     for (i, (reply, status, result, error)) in table.into_iter().enumerate() {
         w.standin.push(reply);
         let prompt = format!("WORKER-PROMPT number {i}");
-        let out = spawn_worker(&w, parent.id, &format!("part {i}"), &prompt);
+        let out = spawn_worker(&w, parent.id, &format!("part {i}"), &prompt).await;
         assert!(
             out.status.success(),
             "{}",
@@ -215,7 +217,7 @@ async fn a_ninth_live_worker_is_refused_in_words() {
             .await
             .unwrap();
     }
-    let out = spawn_worker(&w, parent.id, "one too many", "WORKER-PROMPT");
+    let out = spawn_worker(&w, parent.id, "one too many", "WORKER-PROMPT").await;
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -285,11 +287,12 @@ async fn the_sentinels_agent_spawns_a_worker_and_the_parents_finish_stops_it() {
     until(
         "hoop status shows the worker and its last hook signal",
         || async {
-            let out = Command::new(env!("CARGO_BIN_EXE_hoop"))
-                .args(["status", "--json"])
-                .env(ROOT_ENV, w.root.path())
-                .output()
-                .unwrap();
+            let out = run_bounded(
+                tokio::process::Command::new(env!("CARGO_BIN_EXE_hoop"))
+                    .args(["status", "--json"])
+                    .env(ROOT_ENV, w.root.path()),
+            )
+            .await;
             let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
             let workers = &v["homes"][0]["workers"];
             workers[0]["card_id"] == json!(sub.id)
@@ -422,7 +425,7 @@ async fn a_worker_killed_with_its_tree_fails_its_card_with_what_is_known() {
     let mut d = w.spawn();
     d.ready().await;
     for (i, title) in ["doomed", "survivor"].iter().enumerate() {
-        let out = spawn_worker(&w, parent.id, title, &format!("WORKER-PROMPT {i}"));
+        let out = spawn_worker(&w, parent.id, title, &format!("WORKER-PROMPT {i}")).await;
         assert!(out.status.success(), "{out:?}");
         until("the worker's command runs", || async {
             worker::live_workers(&w.home).len() == i + 1
@@ -478,7 +481,7 @@ async fn a_finish_made_while_the_backend_is_down_is_kept_and_lands_later() {
         format!("while [ ! -e {} ]; do sleep 0.1; done", go.display()),
         "the heavy thing is done",
     ));
-    let out = spawn_worker(&w, parent.id, "part", "WORKER-PROMPT");
+    let out = spawn_worker(&w, parent.id, "part", "WORKER-PROMPT").await;
     assert!(out.status.success(), "{out:?}");
     let sub = sub_cards(&w, parent.id).await[0].id;
     until("the worker's command waits", || async {
@@ -952,7 +955,7 @@ async fn a_worker_leaves_no_process_behind() {
         "(setsid sleep 603.31 &) ; echo started",
         "left it running",
     ));
-    let out = spawn_worker(&w, parent.id, "part", "WORKER-PROMPT");
+    let out = spawn_worker(&w, parent.id, "part", "WORKER-PROMPT").await;
     assert!(out.status.success(), "{out:?}");
     let sub = sub_cards(&w, parent.id).await[0].id;
     until("the worker's card is done", || async {
