@@ -60,7 +60,8 @@ pub enum Error {
     },
     /// Any other refusal with a stable code (`markdown_refused`,
     /// `body_too_long`, `agent_busy`, `not_claimable`, `key_invalid`, …).
-    #[error("refused ({status} {code}): {message}")]
+    /// A refused key says what to do: ask the admin for a new one.
+    #[error("refused ({status} {code}): {message}{}", refusal_fix(code))]
     Refused {
         status: u16,
         code: String,
@@ -71,8 +72,9 @@ pub enum Error {
     /// [`ERROR_BODY_KEEP_CHARS`] characters. Never retried silently.
     #[error("HTTP {status} with an unreadable error body: {head}")]
     Unparseable { status: u16, head: String },
-    /// The request never got an answer (connect, TLS, timeout, reset).
-    #[error("transport: {0}")]
+    /// The request never got an answer (connect, TLS, timeout, reset): the
+    /// URL and every cause once, innermost last (see [`transport_text`]).
+    #[error("{0}")]
     Transport(String),
     /// The answer did not have the expected shape.
     #[error("decoding {what}: {message}")]
@@ -192,12 +194,117 @@ pub(crate) fn keep(body: &[u8]) -> String {
         .collect()
 }
 
+/// What a refusal with `code` adds to say how to fix it.
+fn refusal_fix(code: &str) -> &'static str {
+    match code {
+        codes::KEY_INVALID => KEY_REFUSED_FIX,
+        _ => "",
+    }
+}
+
+/// The fix for a key the backend refuses (unknown, expired, used or
+/// revoked): it will not work again, only a new one will.
+pub const KEY_REFUSED_FIX: &str = "; this key will not work again: ask the admin for a new one";
+
+/// A request that got no answer, in one line: `cannot reach <url>: <cause>:
+/// … : <OS cause>`. The URL's path is kept (it names the call) and its query
+/// dropped; URLs here never hold secrets (tokens travel in headers only).
+pub fn transport_text(e: &reqwest::Error) -> String {
+    let mut msgs = Vec::new();
+    let mut src = std::error::Error::source(e);
+    while let Some(s) = src {
+        msgs.push(s.to_string());
+        src = s.source();
+    }
+    let head = match e.url() {
+        Some(u) => {
+            let mut u = u.clone();
+            u.set_query(None);
+            let _ = u.set_password(None);
+            let _ = u.set_username("");
+            format!("cannot reach {u}")
+        }
+        None => "cannot reach the backend".to_string(),
+    };
+    let what = e.without_url_ref();
+    msgs.insert(0, what);
+    format!("{head}: {}", render_messages(&msgs))
+}
+
+trait WithoutUrlRef {
+    fn without_url_ref(&self) -> String;
+}
+
+impl WithoutUrlRef for reqwest::Error {
+    /// reqwest's own words without the ` for url (…)` it appends.
+    fn without_url_ref(&self) -> String {
+        let full = self.to_string();
+        match self.url() {
+            Some(u) => full.replace(&format!(" for url ({u})"), ""),
+            None => full,
+        }
+    }
+}
+
 impl From<reqwest::Error> for Error {
     fn from(e: reqwest::Error) -> Self {
-        // reqwest's Display may carry the URL; URLs here never hold secrets
-        // (tokens travel in headers only).
-        Error::Transport(e.without_url().to_string())
+        Error::Transport(transport_text(&e))
     }
+}
+
+/// THE rendering of an error chain, for every command's last line and the
+/// daemons' logs: each cause once, innermost last, joined by `: `. A cause
+/// whose text its outer error already repeats (a `{0}` in a message over a
+/// `#[from]` source) is said once, at its own place.
+pub fn render_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut msgs = Vec::new();
+    let mut cur = Some(e);
+    while let Some(c) = cur {
+        msgs.push(c.to_string());
+        cur = c.source();
+    }
+    render_messages(&msgs)
+}
+
+/// [`render_chain`] over the messages of a chain, outermost first: each
+/// message loses the text of the causes inside it, then empty or repeated
+/// parts are dropped.
+pub fn render_messages(msgs: &[String]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for (i, m) in msgs.iter().enumerate() {
+        let mut own = m.clone();
+        for inner in &msgs[i + 1..] {
+            let inner = inner.trim();
+            if !inner.is_empty() && own.trim() != inner {
+                own = own.replace(inner, "");
+            }
+        }
+        let own = tidy(&own);
+        if own.is_empty() || parts.iter().any(|p| p == &own) {
+            continue;
+        }
+        parts.push(own);
+    }
+    parts.join(": ")
+}
+
+/// A message with a removed cause's leftovers cleaned: empty brackets,
+/// dangling separators, doubled spaces.
+fn tidy(s: &str) -> String {
+    let mut s = s.to_string();
+    for (from, to) in [("()", ""), ("( )", ""), (": ;", ";"), (": ,", ",")] {
+        s = s.replace(from, to);
+    }
+    while s.contains("  ") {
+        s = s.replace("  ", " ");
+    }
+    for (from, to) in [(" ;", ";"), (" ,", ",")] {
+        s = s.replace(from, to);
+    }
+    s.trim()
+        .trim_end_matches([':', ';', ',', '-', '—'])
+        .trim()
+        .to_string()
 }
 
 #[cfg(test)]
@@ -337,6 +444,92 @@ mod tests {
         fn any_answer_maps_without_panicking(status in 100u16..600, body in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..256)) {
             let _ = Error::from_status(status, &body, None).to_string();
         }
+    }
+
+    /// Each cause once, innermost last, whatever the outer messages repeat.
+    #[test]
+    fn render_messages_table() {
+        let cases: &[(&[&str], &str)] = &[
+            (&["a", "b", "c"], "a: b: c"),
+            // An outer message that ends with its source's text.
+            (
+                &[
+                    "the redeem did not happen: refused (403 key_invalid): gone",
+                    "refused (403 key_invalid): gone",
+                ],
+                "the redeem did not happen: refused (403 key_invalid): gone",
+            ),
+            // A transparent wrapper and a repeated cause.
+            (
+                &[
+                    "error sending request",
+                    "error sending request",
+                    "connection refused",
+                ],
+                "error sending request: connection refused",
+            ),
+            // The cause in the middle of the outer text.
+            (
+                &["adopting x (boom); nothing written", "boom"],
+                "adopting x; nothing written: boom",
+            ),
+            (&["outer: inner", "inner"], "outer: inner"),
+            (&["", "only"], "only"),
+            (&["solo"], "solo"),
+        ];
+        for (msgs, want) in cases {
+            let msgs: Vec<String> = msgs.iter().map(|m| m.to_string()).collect();
+            assert_eq!(render_messages(&msgs), *want, "{msgs:?}");
+        }
+    }
+
+    #[derive(Debug, Error)]
+    enum Outer {
+        #[error("the redeem did not happen: {0}")]
+        Api(#[from] Error),
+    }
+
+    /// The chain a command prints for an unreachable backend: the URL and
+    /// the OS cause, each part once (never "transport: error sending
+    /// request: transport: error sending request").
+    #[tokio::test]
+    async fn an_unreachable_url_renders_the_url_and_the_os_cause_once() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        drop(l);
+        let url = format!("http://127.0.0.1:{port}/v1/me?limit=3");
+        let e: Error = reqwest::Client::new()
+            .get(&url)
+            .send()
+            .await
+            .unwrap_err()
+            .into();
+        let wrapped = anyhow_like(Outer::from(e));
+        assert_eq!(
+            wrapped,
+            format!(
+                "the redeem did not happen: cannot reach http://127.0.0.1:{port}/v1/me: \
+                 error sending request: client error (Connect): tcp connect error: \
+                 Connection refused (os error 111)"
+            )
+        );
+    }
+
+    fn anyhow_like(e: Outer) -> String {
+        render_chain(&e)
+    }
+
+    /// A refused key says it will not work again and who gives a new one;
+    /// another refusal does not.
+    #[test]
+    fn a_refused_key_says_to_ask_the_admin() {
+        let e = Error::from_status(403, &body("key_invalid"), None);
+        assert_eq!(
+            e.to_string(),
+            "refused (403 key_invalid): m; this key will not work again: ask the admin for a new one"
+        );
+        let e = Error::from_status(403, &body("forbidden"), None);
+        assert_eq!(e.to_string(), "refused (403 forbidden): m");
     }
 
     #[test]

@@ -307,8 +307,15 @@ impl McpClient {
                 }
             }
             if status == 401 {
+                // Seed 002 L21: a refused key is said as such (expired,
+                // revoked, account disabled?), with the fix.
+                let said = rpc_message(&bytes).unwrap_or_else(|| "no reason given".into());
                 return Err(Error::Unauthorized {
-                    message: rpc_message(&bytes).unwrap_or_else(|| "MCP key refused".into()),
+                    message: format!(
+                        "{said}; the MCP key was refused (expired, revoked or its account \
+                         disabled){}",
+                        crate::error::KEY_REFUSED_FIX
+                    ),
                 });
             }
             let parsed = if is_sse {

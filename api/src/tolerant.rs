@@ -264,7 +264,8 @@ mod tests {
 
     #[test]
     fn times_decode_as_seconds_or_rfc3339() {
-        let cases: &[(Value, Option<(i64, Option<i64>)>)] = &[
+        type Want = Option<(i64, Option<i64>)>;
+        let cases: &[(Value, Want)] = &[
             (json!({"t": 1700000000}), Some((1_700_000_000, None))),
             (json!({"t": "1700000000"}), Some((1_700_000_000, None))),
             (json!({"t": 1700000000.9}), Some((1_700_000_000, None))),

@@ -66,9 +66,7 @@ pub enum RedeemError {
     },
     #[error(transparent)]
     Home(#[from] HomeError),
-    #[error(
-        "the redeem did not happen (nothing was created; a key that was valid is still usable): {0}"
-    )]
+    #[error("{}", api_failure(.0))]
     Api(#[from] hoop_api::Error),
     #[error("the backend answered a redeem of an unknown kind {0:?}")]
     UnknownKind(String),
@@ -102,6 +100,17 @@ pub enum RedeemError {
         username: String,
         cause: hoop_api::Error,
     },
+}
+
+/// A redeem the backend did not do, in words true of the key: a refused
+/// key (unknown, expired or used) is never called usable; any other failure
+/// spent nothing.
+fn api_failure(e: &hoop_api::Error) -> String {
+    if e.code() == Some(hoop_api::types::codes::KEY_INVALID) {
+        format!("the backend refused the provisioning key, so nothing was created: {e}")
+    } else {
+        format!("the redeem did not happen (nothing was created and the key was not spent): {e}")
+    }
 }
 
 /// The record of a reinforcement home, next to its `.mcp_key`: where the
