@@ -38,10 +38,20 @@ pub enum Error {
     #[error("not found ({code}): {message}")]
     NotFound { code: String, message: String },
     /// 429: wait `retry_after` (when the backend said) and try again.
-    #[error("rate limited{}", retry_after.map(|d| format!("; retry after {} s", d.as_secs())).unwrap_or_default())]
-    RateLimited { retry_after: Option<Duration> },
+    /// `message` is the backend's words (its error body's message, or the
+    /// first [`ERROR_BODY_KEEP_CHARS`] runes of a body it could not parse;
+    /// empty when there was none).
+    #[error(
+        "rate limited{}{}",
+        retry_after.map(|d| format!("; retry after {} s", d.as_secs())).unwrap_or_default(),
+        if message.is_empty() { String::new() } else { format!(": {message}") }
+    )]
+    RateLimited {
+        retry_after: Option<Duration>,
+        message: String,
+    },
     /// 409 `gap`: newer messages exist than the sender has seen.
-    #[error("{unread_count} unread message(s) since the last one seen; newest is {latest_id}")]
+    #[error("{}", gap_text(*latest_id, *unread_count))]
     Gap {
         latest_id: MessageId,
         /// How many are unread (a key without read scope gets only this).
@@ -116,20 +126,21 @@ impl Error {
     pub fn from_status(status: u16, body: &[u8], retry_after_header: Option<Duration>) -> Error {
         let parsed: Option<ErrorBody> = serde_json::from_slice(body).ok();
         let Some(eb) = parsed else {
+            // Whatever the status, the first runes of what could not be
+            // parsed are kept (seed 002 L51 "解不开截 300 rune").
+            let head = keep(body);
             if status == 429 {
                 return Error::RateLimited {
                     retry_after: retry_after_header,
+                    message: head,
                 };
             }
             if status == 401 {
                 return Error::Unauthorized {
-                    message: "401 without a contract body".into(),
+                    message: format!("401 with an unreadable body: {head}"),
                 };
             }
-            return Error::Unparseable {
-                status,
-                head: keep(body),
-            };
+            return Error::Unparseable { status, head };
         };
         Error::from_body(status, eb, retry_after_header)
     }
@@ -157,6 +168,7 @@ impl Error {
             // backend also answers `too_many_subcards` with 429).
             (_, codes::RATE_LIMITED) => Error::RateLimited {
                 retry_after: retry_after.or(d.retry_after_sec.map(Duration::from_secs)),
+                message: d.message,
             },
             (_, codes::GAP) => Error::Gap {
                 latest_id: d.latest_id.unwrap_or_default(),
@@ -192,6 +204,16 @@ pub(crate) fn keep(body: &[u8]) -> String {
         .chars()
         .take(ERROR_BODY_KEEP_CHARS)
         .collect()
+}
+
+/// A gap in words; a gap known only by its code (production's MCP text
+/// names neither number) says so rather than "0 unread".
+fn gap_text(latest_id: MessageId, unread_count: u32) -> String {
+    if latest_id == 0 && unread_count == 0 {
+        "newer messages arrived since the last one seen (gap)".to_string()
+    } else {
+        format!("{unread_count} unread message(s) since the last one seen; newest is {latest_id}")
+    }
 }
 
 /// What a refusal with `code` adds to say how to fix it.
@@ -400,20 +422,23 @@ mod tests {
         }}))
         .unwrap();
         match Error::from_status(429, &b, Some(Duration::from_secs(60))) {
-            Error::RateLimited { retry_after } => {
+            Error::RateLimited { retry_after, .. } => {
                 assert_eq!(retry_after, Some(Duration::from_secs(60)))
             }
             e => panic!("{e:?}"),
         }
         match Error::from_status(429, &b, None) {
-            Error::RateLimited { retry_after } => {
+            Error::RateLimited { retry_after, .. } => {
                 assert_eq!(retry_after, Some(Duration::from_secs(7)))
             }
             e => panic!("{e:?}"),
         }
         assert!(matches!(
             Error::from_status(429, b"", None),
-            Error::RateLimited { retry_after: None }
+            Error::RateLimited {
+                retry_after: None,
+                ..
+            }
         ));
     }
 
@@ -437,12 +462,65 @@ mod tests {
         }
     }
 
+    /// The status an error of [`Error::from_status`] says it came with.
+    fn said_status(e: &Error) -> Option<u16> {
+        match e {
+            Error::Refused { status, .. } | Error::Unparseable { status, .. } => Some(*status),
+            Error::NotFound { .. } => Some(404),
+            Error::Unauthorized { .. } => Some(401),
+            Error::RateLimited { .. } => Some(429),
+            _ => None,
+        }
+    }
+
+    /// The words an error keeps of its body.
+    fn kept(e: &Error) -> String {
+        match e {
+            Error::Unparseable { head, .. } => head.clone(),
+            Error::Unauthorized { message } => message.clone(),
+            Error::RateLimited { message, .. } => message.clone(),
+            other => format!("{other:?}"),
+        }
+    }
+
+    /// An unreadable body keeps its first 300 runes whatever the status
+    /// (seed 002 L51): per status, the head is in the error.
+    #[test]
+    fn an_unreadable_body_keeps_its_head_for_every_status() {
+        let body = format!("<html>{}</html>", "é".repeat(400));
+        let head: String = body.chars().take(ERROR_BODY_KEEP_CHARS).collect();
+        for status in [400u16, 401, 403, 404, 409, 413, 422, 429, 500, 502, 503] {
+            let e = Error::from_status(status, body.as_bytes(), None);
+            assert_eq!(said_status(&e), Some(status), "{status}: {e:?}");
+            assert!(kept(&e).ends_with(&head), "{status}: {e:?}");
+            assert!(e.to_string().contains(&head), "{status}: shown");
+        }
+    }
+
     proptest::proptest! {
-        /// Whatever a server answers, mapping it is an error value, never a
-        /// panic.
+        /// A decoded error keeps its status: an unreadable body under any
+        /// status, and a contract body whose code names no variant of its
+        /// own, come back with the status they came with, never a panic.
         #[test]
-        fn any_answer_maps_without_panicking(status in 100u16..600, body in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..256)) {
-            let _ = Error::from_status(status, &body, None).to_string();
+        fn a_decoded_error_keeps_its_status(
+            status in 400u16..600,
+            bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..256),
+            code in proptest::sample::select(vec![
+                "forbidden", "not_member", "markdown_refused", "body_too_long",
+                "agent_busy", "not_claimable", "need_task_card", "too_many_subcards",
+                "invalid_transition", "error_required", "key_invalid", "conflict", "internal",
+            ]),
+        ) {
+            let unreadable = [b"\xff".as_slice(), &bytes].concat();
+            let e = Error::from_status(status, &unreadable, None);
+            proptest::prop_assert_eq!(said_status(&e), Some(status));
+            let head = keep(&unreadable);
+            proptest::prop_assert!(kept(&e).ends_with(&head));
+            let e = Error::from_status(status, &body(code), None);
+            proptest::prop_assert_eq!(said_status(&e), Some(status));
+            if status != 401 {
+                proptest::prop_assert_eq!(e.code(), Some(code));
+            }
         }
     }
 

@@ -428,7 +428,7 @@ impl Client {
         let give_up = tokio::time::Instant::now() + FAILURE_REPORT_MAX_WAIT;
         loop {
             match self.send(conversation, &msg).await {
-                Err(Error::RateLimited { retry_after })
+                Err(Error::RateLimited { retry_after, .. })
                     if tokio::time::Instant::now() + FAILURE_REPORT_RETRY_POLL <= give_up =>
                 {
                     tracing::info!(

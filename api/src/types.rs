@@ -651,6 +651,49 @@ pub mod codes {
     pub const METHOD_NOT_ALLOWED: &str = "method_not_allowed";
     /// The server failed; nothing was written.
     pub const INTERNAL: &str = "internal";
+
+    /// Every code above, for finding one in a refusal's text.
+    pub const ALL: &[&str] = &[
+        BAD_REQUEST,
+        UNAUTHORIZED,
+        FORBIDDEN,
+        NOT_FOUND,
+        NOT_MEMBER,
+        MARKDOWN_REFUSED,
+        BODY_TOO_LONG,
+        GAP,
+        RATE_LIMITED,
+        AGENT_BUSY,
+        NOT_CLAIMABLE,
+        NEED_TASK_CARD,
+        TOO_MANY_SUBCARDS,
+        NOT_WORKING,
+        INVALID_TRANSITION,
+        ERROR_REQUIRED,
+        WINDOW_NOT_FOUND,
+        KEY_INVALID,
+        PAYLOAD_TOO_LARGE,
+        CONFLICT,
+        METHOD_NOT_ALLOWED,
+        INTERNAL,
+        // Production's card gate (seed 002 L7 §0.6).
+        "task_card_mismatch",
+    ];
+
+    /// The code a status means when a refusal's text names none.
+    pub fn for_status(status: u16) -> &'static str {
+        match status {
+            401 => UNAUTHORIZED,
+            403 => FORBIDDEN,
+            404 => NOT_FOUND,
+            405 => METHOD_NOT_ALLOWED,
+            409 => CONFLICT,
+            413 => PAYLOAD_TOO_LARGE,
+            429 => RATE_LIMITED,
+            500..=599 => INTERNAL,
+            _ => BAD_REQUEST,
+        }
+    }
 }
 
 // ---------------------------------------------------------------- MCP tools

@@ -91,12 +91,17 @@ pub struct WatchConfig {
     pub allowlist: Allowlist,
 }
 
-/// Whether an error means the key was refused.
+/// Whether an error means the key was refused. A tool call refused with
+/// 403 `not_member` (production's MCP text carries the API's status, seed
+/// 002 L51) is about one room, not the key.
 pub fn key_rejected(e: &ApiError) -> bool {
-    matches!(
-        e,
-        ApiError::Unauthorized { .. } | ApiError::Refused { status: 403, .. }
-    )
+    match e {
+        ApiError::Unauthorized { .. } => true,
+        ApiError::Refused {
+            status: 403, code, ..
+        } => code != hoop_api::types::codes::NOT_MEMBER,
+        _ => false,
+    }
 }
 
 pub struct Watcher {

@@ -199,14 +199,15 @@ async fn handle_authorized(app: Arc<App>, req: Request) -> Response {
                     "structuredContent": v,
                     "isError": false,
                 }),
-                Err(e) => {
-                    let v = serde_json::to_value(&e.body).unwrap_or(Value::Null);
-                    json!({
-                        "content": [{"type": "text", "text": v.to_string()}],
-                        "structuredContent": v,
-                        "isError": true,
-                    })
-                }
+                // A refusal is production's text (seed 002 L51: "HOOP 后端拒绝
+                // (<status>):<words>", cut at 300 runes), no structured body.
+                Err(e) => json!({
+                    "content": [{
+                        "type": "text",
+                        "text": hoop_api::mcp::refusal_text(e.status.as_u16(), &e.body),
+                    }],
+                    "isError": true,
+                }),
             };
             rpc_result(id, result)
         }
