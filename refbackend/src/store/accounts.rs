@@ -318,13 +318,21 @@ impl Store {
                 "unknown, expired or already redeemed provisioning key",
             ));
         };
+        // Before anything is written: a refusal here spends nothing.
+        let conv = rules::redeem_room(key_conv, req.conversation_id).map_err(|asked| {
+            let minted = key_conv.map_or("no room".to_string(), |c| format!("room {c}"));
+            ApiError::forbidden(format!(
+                "this provisioning key joins only the room it was created for ({minted}), not \
+                 room {asked}; redeem it without conversation_id, or ask the operator for a key \
+                 for room {asked} (hoop backend provision-key create --room {asked})"
+            ))
+        })?;
         let reinforcement = kind == "reinforcement";
         let user = insert_agent(&tx, now, &req.name, None, !reinforcement, None)?;
         tx.execute(
             "UPDATE provisioning_keys SET redeemed_at = ?1, user_id = ?2 WHERE key_sha256 = ?3",
             params![now, user.id, hash],
         )?;
-        let conv = req.conversation_id.or(key_conv);
         if let Some(c) = conv {
             if !conversation_exists(&tx, c)? {
                 return Err(ApiError::not_found(format!("no conversation {c}")));
