@@ -88,15 +88,6 @@ pub(super) fn load_card(c: &Connection, id: CardId) -> ApiResult<CardRow> {
         .ok_or_else(|| ApiError::not_found(format!("no card {id}")))
 }
 
-/// A card of room `cid`: one of another room is "no card" (404).
-pub(super) fn load_card_in(c: &Connection, cid: ConversationId, id: CardId) -> ApiResult<CardRow> {
-    let row = load_card(c, id)?;
-    if row.card.conversation_id != cid {
-        return Err(ApiError::not_found(format!("no card {id} in room {cid}")));
-    }
-    Ok(row)
-}
-
 /// `id`, when given, must be a message of room `cid` (production checks the
 /// assign's `message_id` so); one of another room or none at all get the
 /// same answer.
@@ -172,6 +163,31 @@ pub(super) fn load_visible_card(c: &Connection, id: CardId, viewer: UserId) -> A
     .ok_or_else(|| ApiError::not_found(format!("no card {id}")))
 }
 
+/// A card of room `cid` that `viewer` may see. A card they may not see, one
+/// of another room and one that does not exist get one answer, so the path
+/// tells nothing about cards elsewhere (contract §6, seed 002 L75).
+pub(super) fn load_visible_card_in(
+    c: &Connection,
+    cid: ConversationId,
+    id: CardId,
+    viewer: UserId,
+) -> ApiResult<CardRow> {
+    match load_visible_card(c, id, viewer) {
+        Ok(row) if row.card.conversation_id == cid => Ok(row),
+        Ok(_)
+        | Err(ApiError {
+            status: StatusCode::NOT_FOUND,
+            ..
+        }) => Err(no_card_in(cid, id)),
+        Err(e) => Err(e),
+    }
+}
+
+/// The one answer for a card that is not there for the caller.
+pub(super) fn no_card_in(cid: ConversationId, id: CardId) -> ApiError {
+    ApiError::not_found(format!("no card {id} in room {cid}"))
+}
+
 /// The usage snapshot a card takes at its start (claim): its assignee's
 /// totals then (`?2` is the assignee).
 pub(super) const START_SNAPSHOT: &str = "start_tokens_in = (SELECT tokens_in FROM agent_usage WHERE user_id = ?2), \
@@ -203,11 +219,8 @@ impl Store {
             return Err(ApiError::bad_request("a card needs a title"));
         }
         let tx = self.conn.transaction()?;
-        if let Some(a) = c.assignee_id
-            && load_user(&tx, a)?.is_none()
-        {
-            return Err(ApiError::not_found(format!("no user {a}")));
-        }
+        // An unknown assignee is refused by `require_assignable` with the
+        // same answer as a non-member: no answer tells who exists.
         if !conversation_exists(&tx, conv)? {
             return Err(ApiError::not_found(format!("no conversation {conv}")));
         }
@@ -222,10 +235,15 @@ impl Store {
         }
         require_room_message(&tx, conv, c.message_id, "message_id")?;
         if let Some(parent) = c.parent_id {
-            let p = load_card(&tx, parent)?;
-            if let Some(caller) = creator {
-                require_actor(&p, caller, "add sub-cards to it")?;
-            }
+            // A parent the caller may not see reads as missing.
+            let p = match creator {
+                Some(caller) => {
+                    let p = load_visible_card(&tx, parent, caller)?;
+                    require_actor(&p, caller, "add sub-cards to it")?;
+                    p
+                }
+                None => load_card(&tx, parent)?,
+            };
             if p.card.conversation_id != conv {
                 return Err(ApiError::bad_request(format!(
                     "card {parent} lives in room {}; its sub-cards live there too",
@@ -319,11 +337,7 @@ impl Store {
 
     /// One card of room `cid`, if `viewer` may see it (else 404).
     pub fn card_in(&self, viewer: UserId, cid: ConversationId, id: CardId) -> ApiResult<Card> {
-        let card = load_visible_card(&self.conn, id, viewer)?.card;
-        if card.conversation_id != cid {
-            return Err(ApiError::not_found(format!("no card {id} in room {cid}")));
-        }
-        Ok(card)
+        Ok(load_visible_card_in(&self.conn, cid, id, viewer)?.card)
     }
 
     /// queued → working. Never opens a lease. One top-level working card
@@ -336,14 +350,13 @@ impl Store {
         id: CardId,
     ) -> ApiResult<Card> {
         let tx = self.conn.transaction()?;
-        let row = load_card_in(&tx, cid, id)?;
+        let row = load_visible_card_in(&tx, cid, id, caller)?;
         require_agent(&tx, caller, "work cards")?;
         if row.card.assignee_id.is_some() {
             require_actor(&row, caller, "change it")?;
         } else {
-            // The card becomes the claimer's: one who may see it and may be
-            // its assignee.
-            load_visible_card(&tx, id, caller)?;
+            // The card becomes the claimer's: one who may see it (above)
+            // and may be its assignee.
             require_assignable(&tx, caller, row.card.conversation_id)?;
         }
         let to = rules::claim(row.card.status).map_err(|r| refusal(r, "claim"))?;
@@ -396,7 +409,7 @@ impl Store {
             ));
         };
         let tx = self.conn.transaction()?;
-        let row = load_card_in(&tx, cid, id)?;
+        let row = load_visible_card_in(&tx, cid, id, caller)?;
         require_actor(&row, caller, "change it")?;
         if row.card.status != CardStatus::Working {
             return Err(ApiError::conflict(
@@ -435,7 +448,7 @@ impl Store {
         id: CardId,
     ) -> ApiResult<LeaseResponse> {
         let tx = self.conn.transaction()?;
-        let row = load_card_in(&tx, cid, id)?;
+        let row = load_visible_card_in(&tx, cid, id, caller)?;
         require_actor(&row, caller, "change it")?;
         let until = rules::renew(
             row.card.status,
@@ -466,7 +479,7 @@ impl Store {
         req: &FinishTask,
     ) -> ApiResult<FinishAnswer> {
         let tx = self.conn.transaction()?;
-        let row = load_card_in(&tx, cid, id)?;
+        let row = load_visible_card_in(&tx, cid, id, caller)?;
         require_actor(&row, caller, "change it")?;
         let to = match rules::finish(row.card.status, req.status, req.error.as_deref())
             .map_err(|r| refusal(r, "this finish"))?
