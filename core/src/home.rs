@@ -12,6 +12,9 @@ use thiserror::Error;
 pub const ROOT_ENV: &str = "HOOP_ROOT";
 /// The root-level file holding `HOOP_AGENT_SECRET=…` (production convention).
 pub const AGENT_ENV_FILE: &str = "agent.env";
+/// The daemon's stderr log under `<home>/logs/`, named once for the plist
+/// template, `hoop restart` and the daemon's own size bound.
+pub const SENTINEL_LOG_FILE: &str = "sentinel.err.log";
 /// The variable inside `agent.env` sent as `X-Hoop-Agent-Secret` on login.
 pub const AGENT_SECRET_VAR: &str = "HOOP_AGENT_SECRET";
 
@@ -160,6 +163,12 @@ impl Home {
     }
     pub fn logs_dir(&self) -> PathBuf {
         self.dir().join("logs")
+    }
+    /// The file the service manager sends the daemon's stderr to (launchd's
+    /// `StandardErrorPath`; also where `hoop restart` looks for the daemon's
+    /// lines when no journal has them). The daemon bounds its size.
+    pub fn sentinel_log_path(&self) -> PathBuf {
+        self.logs_dir().join(SENTINEL_LOG_FILE)
     }
     /// One directory per worker (`workers/<card>/`: its record, scratch
     /// HOME, working directory, prompt and log).

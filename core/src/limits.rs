@@ -80,6 +80,11 @@ pub const CYCLE_DEBOUNCE: Duration = Duration::from_secs(3);
 pub const CYCLE_ALARM: Duration = Duration::from_secs(300);
 /// Never heartbeat faster than this, whatever the backend says.
 pub const HEARTBEAT_FLOOR: Duration = Duration::from_secs(15);
+/// The daemon's stderr log file (`<home>/logs/sentinel.err.log`, where
+/// launchd sends it; nothing on macOS rotates it) is moved to `.1` once it
+/// reaches this size, so a home keeps at most twice this much log. 16 MiB
+/// holds weeks of a busy daemon's lines (a round logs a few hundred bytes).
+pub const SENTINEL_LOG_MAX_BYTES: u64 = 16 * 1024 * 1024;
 /// Heartbeat failures are logged only on these consecutive counts.
 pub const HEARTBEAT_LOG_AT: [u64; 3] = [1, 10, 100];
 /// Messages per page when pulling until the cursor is seen.

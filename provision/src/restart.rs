@@ -51,7 +51,7 @@ pub const POLL: Duration = Duration::from_secs(1);
 /// The log file launchd writes a home's stderr to (the template's
 /// `StandardErrorPath`), also the default when no manager runs it.
 pub fn log_file(home: &Home) -> PathBuf {
-    home.dir().join("logs").join("sentinel.err.log")
+    home.sentinel_log_path()
 }
 
 /// This user's id (launchd's `gui/<uid>` domain).

@@ -281,7 +281,7 @@ fn call_tool(app: &App, user: &User, name: &str, a: Value) -> ApiResult<Value> {
                 body: a.body,
                 mentions: a.mentions,
             };
-            to_value(crate::http::send_and_push(
+            to_value(crate::ops::send_and_push(
                 app,
                 user.id,
                 a.conversation_id,
@@ -301,7 +301,7 @@ fn call_tool(app: &App, user: &User, name: &str, a: Value) -> ApiResult<Value> {
                 mime: a.mime,
                 caption: a.caption,
             };
-            to_value(crate::http::send_image_as(
+            to_value(crate::ops::send_image_as(
                 app,
                 user.id,
                 a.conversation_id,
@@ -319,7 +319,7 @@ fn call_tool(app: &App, user: &User, name: &str, a: Value) -> ApiResult<Value> {
                 cards: app.store().list_cards(user.id, &f)?,
             })
         }
-        t::WORK_BEAT => to_value(crate::http::beat(app, user.id, None)?),
+        t::WORK_BEAT => to_value(crate::ops::beat(app, user.id, None)?),
         t::WORK_TASK_START => {
             // Production: assign (one transaction), then claim (another). A
             // refused claim leaves the queued card on the board and the

@@ -11,6 +11,7 @@ pub mod guard;
 pub mod hook_status;
 pub mod hooks;
 pub mod install;
+pub mod logfile;
 pub mod mcp;
 pub mod pass;
 pub mod provision;
@@ -40,7 +41,7 @@ pub fn init_tracing() {
     );
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(|| logfile::Stderr)
         .with_ansi(ansi)
         .try_init();
 }

@@ -40,6 +40,13 @@ fn run_daemon(name: &str) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(EXIT_CONFIG));
         }
     };
+    // Under launchd stderr is the home's log file and nothing else rotates
+    // it; anywhere else (a terminal, journald, a file the operator chose)
+    // this does nothing.
+    super::logfile::bound(
+        &home.sentinel_log_path(),
+        super::logfile::SENTINEL_LOG_MAX_BYTES,
+    );
     let exe = std::env::current_exe().context("locating the hoop binary")?;
     // One thread: the daemon waits on sockets, timers and one child; a
     // single-threaded runtime halves its idle wakeups and its threads.
