@@ -460,14 +460,14 @@ impl Client {
 
     /// `POST /v1/workrooms/heartbeat`.
     pub async fn heartbeat(&self) -> Result<HeartbeatResponse, Error> {
-        self.call(
-            "heartbeat",
-            Method::POST,
-            routes::HEARTBEAT,
-            &[],
-            Some(&serde_json::json!({})),
-        )
-        .await
+        self.beat(&HeartbeatRequest::default()).await
+    }
+
+    /// `POST /v1/workrooms/heartbeat` saying what the agent is doing
+    /// (`state`) and optionally the room it works in.
+    pub async fn beat(&self, req: &HeartbeatRequest) -> Result<HeartbeatResponse, Error> {
+        self.call("heartbeat", Method::POST, routes::HEARTBEAT, &[], Some(req))
+            .await
     }
 
     /// `GET /v1/workrooms/presence`.

@@ -217,6 +217,54 @@ pub struct SendImage {
 pub struct HeartbeatRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conversation_id: Option<ConversationId>,
+    /// What the agent is doing now; absent (or a word this toolkit does not
+    /// know) reports nothing and keeps what the backend had.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "agent_state"
+    )]
+    pub state: Option<AgentState>,
+}
+
+/// What a heartbeat reports the agent doing. Production's heartbeats report
+/// idle (seed 002 L57 "主人心跳新鲜却报 idle") and finishing a card beats
+/// idle (L19 step 7 "事务外心跳回 idle"); the field name `state` and the
+/// words are [A].
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum AgentState {
+    /// No turn is running.
+    Idle,
+    /// A turn is running.
+    Working,
+}
+
+impl AgentState {
+    /// The wire word.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AgentState::Idle => "idle",
+            AgentState::Working => "working",
+        }
+    }
+
+    /// From the wire word; `None` for a word this toolkit does not know.
+    pub fn from_word(w: &str) -> Option<AgentState> {
+        match w {
+            "idle" => Some(AgentState::Idle),
+            "working" => Some(AgentState::Working),
+            _ => None,
+        }
+    }
+}
+
+/// An optional [`AgentState`]: null, absent or an unknown word → `None`.
+fn agent_state<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<AgentState>, D::Error> {
+    Ok(match serde_json::Value::deserialize(d)? {
+        serde_json::Value::String(w) => AgentState::from_word(&w),
+        _ => None,
+    })
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
@@ -232,6 +280,13 @@ pub struct Presence {
     pub last_beat_at: Option<UnixSecs>,
     /// Computed on read: a heartbeat within the last 3 minutes.
     pub present: bool,
+    /// What the last heartbeat that said so reported; null when none did.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "agent_state"
+    )]
+    pub state: Option<AgentState>,
 }
 
 /// `POST /v1/workrooms/usage`: the account's CUMULATIVE totals, never a

@@ -124,7 +124,7 @@ pub(crate) async fn heartbeat(
     Caller(u): Caller,
     OptJson(req): OptJson<HeartbeatRequest>,
 ) -> ApiResult<J<HeartbeatResponse>> {
-    ops::beat(&app, u.id, req.conversation_id).map(axum::Json)
+    ops::beat(&app, u.id, req.conversation_id, req.state).map(axum::Json)
 }
 
 pub(crate) async fn presence(State(app): S, Caller(_): Caller) -> ApiResult<Response> {

@@ -319,7 +319,7 @@ fn call_tool(app: &App, user: &User, name: &str, a: Value) -> ApiResult<Value> {
                 cards: app.store().list_cards(user.id, &f)?,
             })
         }
-        t::WORK_BEAT => to_value(crate::ops::beat(app, user.id, None)?),
+        t::WORK_BEAT => to_value(crate::ops::beat(app, user.id, None, None)?),
         t::WORK_TASK_START => {
             // Production: assign (one transaction), then claim (another). A
             // refused claim leaves the queued card on the board and the

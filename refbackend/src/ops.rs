@@ -73,8 +73,10 @@ pub(crate) fn beat(
     app: &App,
     user: i64,
     conversation: Option<i64>,
+    state: Option<hoop_api::types::AgentState>,
 ) -> ApiResult<HeartbeatResponse> {
-    app.store().heartbeat(app.clock.now(), user, conversation)?;
+    app.store()
+        .heartbeat(app.clock.now(), user, conversation, state)?;
     Ok(HeartbeatResponse {
         next_beat_sec: limits::NEXT_BEAT_SECS,
     })

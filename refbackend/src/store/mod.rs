@@ -14,7 +14,7 @@ use hoop_api::admin::{
     FaultPoint, ProvisionKind, UserState,
 };
 use hoop_api::types::{
-    Card, CardId, CardStatus, Conversation, ConversationId, FinishAnswer, FinishTask,
+    AgentState, Card, CardId, CardStatus, Conversation, ConversationId, FinishAnswer, FinishTask,
     LeaseResponse, Member, Mention, Message, MessageId, MessageKind, MessagePage, Presence,
     RedeemRequest, RedeemResponse, RegisterWindow, RegisteredWindow, ReinforceApplication,
     ReinforceApply, RevokedKeys, SendMessage, TaskProgress, UsageReport, User, UserId, WindowInfo,
@@ -52,7 +52,8 @@ CREATE TABLE IF NOT EXISTS users (
     last_beat_at INTEGER,
     fixed_otp INTEGER NOT NULL DEFAULT 0,
     active INTEGER NOT NULL DEFAULT 1,
-    owner_id INTEGER REFERENCES users(id)
+    owner_id INTEGER REFERENCES users(id),
+    beat_state TEXT
 );
 CREATE TABLE IF NOT EXISTS conversations (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -205,7 +206,7 @@ const MCP_KEY_COLUMNS: [&str; 2] = ["expires_at", "revoked_at"];
 /// active, and its agents were the ones logging in with the fixed code.
 /// (An older `provision_keys` table, keys bound to existing users, is left
 /// alone and never read again: redeem now creates the account.)
-const USER_COLUMNS: [(&str, &str, &str); 3] = [
+const USER_COLUMNS: [(&str, &str, &str); 4] = [
     (
         "fixed_otp",
         "INTEGER NOT NULL DEFAULT 0",
@@ -213,6 +214,8 @@ const USER_COLUMNS: [(&str, &str, &str); 3] = [
     ),
     ("active", "INTEGER NOT NULL DEFAULT 1", ""),
     ("owner_id", "INTEGER REFERENCES users(id)", ""),
+    // What the last heartbeat that said so reported (`idle`, `working`).
+    ("beat_state", "TEXT", ""),
 ];
 
 /// Add the columns [`SCHEMA`] has and an older database lacks.

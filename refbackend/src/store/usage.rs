@@ -6,36 +6,41 @@ impl Store {
     // ------------------------------------------------------------ presence, usage
 
     /// Agents only; a reported conversation must be one the caller is a
-    /// member of (404 unknown, 403 `not_member`).
+    /// member of (404 unknown, 403 `not_member`). A reported `state` is
+    /// recorded; a beat without one keeps the last.
     pub fn heartbeat(
         &mut self,
         now: i64,
         user: UserId,
         conversation: Option<ConversationId>,
+        state: Option<AgentState>,
     ) -> ApiResult<()> {
         require_agent(&self.conn, user, "send heartbeats")?;
         if let Some(conv) = conversation {
             require_member(&self.conn, conv, user)?;
         }
         self.conn.execute(
-            "UPDATE users SET last_beat_at = ?1 WHERE id = ?2",
-            [now, user],
+            "UPDATE users SET last_beat_at = ?1, beat_state = COALESCE(?3, beat_state) \
+             WHERE id = ?2",
+            rusqlite::params![now, user, state.map(AgentState::as_str)],
         )?;
         Ok(())
     }
 
     /// Every agent's presence, computed now from its last heartbeat.
     pub fn presence(&self, now: i64) -> ApiResult<Vec<Presence>> {
-        let mut st = self
-            .conn
-            .prepare("SELECT id, last_beat_at FROM users WHERE is_agent = 1 ORDER BY id")?;
+        let mut st = self.conn.prepare(
+            "SELECT id, last_beat_at, beat_state FROM users WHERE is_agent = 1 ORDER BY id",
+        )?;
         let v = st
             .query_map([], |r| {
                 let last: Option<i64> = r.get(1)?;
+                let state: Option<String> = r.get(2)?;
                 Ok(Presence {
                     user_id: r.get(0)?,
                     last_beat_at: last,
                     present: rules::is_present(last, now, presence_timeout()),
+                    state: state.as_deref().and_then(AgentState::from_word),
                 })
             })?
             .collect::<rusqlite::Result<Vec<_>>>()?;
