@@ -473,3 +473,35 @@ pub fn pid_alive(pid: u32) -> bool {
         Err(e) => e == nix::errno::Errno::EPERM,
     }
 }
+
+#[cfg(test)]
+mod key_rejected_tests {
+    use super::*;
+
+    /// A refused key stops the bridge; a tool refused for one room (403
+    /// `not_member`, as production's MCP text carries it) does not.
+    #[test]
+    fn key_rejected_table() {
+        let refused = |status, code: &str| ApiError::Refused {
+            status,
+            code: code.into(),
+            message: "m".into(),
+        };
+        let cases = [
+            (
+                ApiError::Unauthorized {
+                    message: "m".into(),
+                },
+                true,
+            ),
+            (refused(403, "key_invalid"), true),
+            (refused(403, "forbidden"), true),
+            (refused(403, "not_member"), false),
+            (refused(409, "agent_busy"), false),
+            (ApiError::Transport("down".into()), false),
+        ];
+        for (e, want) in cases {
+            assert_eq!(key_rejected(&e), want, "{e:?}");
+        }
+    }
+}
