@@ -34,13 +34,13 @@ pub enum RedeemError {
     #[error("cannot tell which user runs this (uid {uid}), so --target-host cannot be checked")]
     NoCurrentUser { uid: u32 },
     #[error(
-        "the home {dir} exists already ({found}); nothing was redeemed and the key is still \
-         usable: choose another --home, or pass --force to replace that home's account"
+        "the home {dir} exists already ({found}); nothing was redeemed and the key was not \
+         spent: choose another --home, or pass --force to replace that home's account"
     )]
     HomeExists { dir: PathBuf, found: String },
     #[error(
-        "cannot write a home under {root} ({cause}); nothing was redeemed and the key is still \
-         usable: make {root} writable by this user (or point HOOP_ROOT elsewhere), then redeem \
+        "cannot write a home under {root} ({cause}); nothing was redeemed and the key was not \
+         spent: make {root} writable by this user (or point HOOP_ROOT elsewhere), then redeem \
          again"
     )]
     NotWritable {
@@ -48,8 +48,8 @@ pub enum RedeemError {
         cause: std::io::Error,
     },
     #[error(
-        "{dir} is in the way of the home ({what}); nothing was redeemed and the key is still \
-         usable: move it aside, then redeem again"
+        "{dir} is in the way of the home ({what}); nothing was redeemed and the key was not \
+         spent: move it aside, then redeem again"
     )]
     InTheWay { dir: PathBuf, what: String },
     #[error(
