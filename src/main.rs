@@ -174,7 +174,9 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("hoop: {e:#}");
+            // THE rendering of an error chain: each cause once, innermost
+            // last (`hoop_api::error::render_chain`).
+            eprintln!("hoop: {}", hoop_api::error::render_chain(e.as_ref()));
             ExitCode::from(cmd::EXIT_FAILURE)
         }
     }

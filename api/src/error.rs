@@ -38,10 +38,20 @@ pub enum Error {
     #[error("not found ({code}): {message}")]
     NotFound { code: String, message: String },
     /// 429: wait `retry_after` (when the backend said) and try again.
-    #[error("rate limited{}", retry_after.map(|d| format!("; retry after {} s", d.as_secs())).unwrap_or_default())]
-    RateLimited { retry_after: Option<Duration> },
+    /// `message` is the backend's words (its error body's message, or the
+    /// first [`ERROR_BODY_KEEP_CHARS`] runes of a body it could not parse;
+    /// empty when there was none).
+    #[error(
+        "rate limited{}{}",
+        retry_after.map(|d| format!("; retry after {} s", d.as_secs())).unwrap_or_default(),
+        if message.is_empty() { String::new() } else { format!(": {message}") }
+    )]
+    RateLimited {
+        retry_after: Option<Duration>,
+        message: String,
+    },
     /// 409 `gap`: newer messages exist than the sender has seen.
-    #[error("{unread_count} unread message(s) since the last one seen; newest is {latest_id}")]
+    #[error("{}", gap_text(*latest_id, *unread_count))]
     Gap {
         latest_id: MessageId,
         /// How many are unread (a key without read scope gets only this).
@@ -60,7 +70,8 @@ pub enum Error {
     },
     /// Any other refusal with a stable code (`markdown_refused`,
     /// `body_too_long`, `agent_busy`, `not_claimable`, `key_invalid`, …).
-    #[error("refused ({status} {code}): {message}")]
+    /// A refused key says what to do: ask the admin for a new one.
+    #[error("refused ({status} {code}): {message}{}", refusal_fix(code))]
     Refused {
         status: u16,
         code: String,
@@ -71,8 +82,9 @@ pub enum Error {
     /// [`ERROR_BODY_KEEP_CHARS`] characters. Never retried silently.
     #[error("HTTP {status} with an unreadable error body: {head}")]
     Unparseable { status: u16, head: String },
-    /// The request never got an answer (connect, TLS, timeout, reset).
-    #[error("transport: {0}")]
+    /// The request never got an answer (connect, TLS, timeout, reset): the
+    /// URL and every cause once, innermost last (see [`transport_text`]).
+    #[error("{0}")]
     Transport(String),
     /// The answer did not have the expected shape.
     #[error("decoding {what}: {message}")]
@@ -114,20 +126,21 @@ impl Error {
     pub fn from_status(status: u16, body: &[u8], retry_after_header: Option<Duration>) -> Error {
         let parsed: Option<ErrorBody> = serde_json::from_slice(body).ok();
         let Some(eb) = parsed else {
+            // Whatever the status, the first runes of what could not be
+            // parsed are kept (seed 002 L51 "解不开截 300 rune").
+            let head = keep(body);
             if status == 429 {
                 return Error::RateLimited {
                     retry_after: retry_after_header,
+                    message: head,
                 };
             }
             if status == 401 {
                 return Error::Unauthorized {
-                    message: "401 without a contract body".into(),
+                    message: format!("401 with an unreadable body: {head}"),
                 };
             }
-            return Error::Unparseable {
-                status,
-                head: keep(body),
-            };
+            return Error::Unparseable { status, head };
         };
         Error::from_body(status, eb, retry_after_header)
     }
@@ -155,6 +168,7 @@ impl Error {
             // backend also answers `too_many_subcards` with 429).
             (_, codes::RATE_LIMITED) => Error::RateLimited {
                 retry_after: retry_after.or(d.retry_after_sec.map(Duration::from_secs)),
+                message: d.message,
             },
             (_, codes::GAP) => Error::Gap {
                 latest_id: d.latest_id.unwrap_or_default(),
@@ -192,12 +206,127 @@ pub(crate) fn keep(body: &[u8]) -> String {
         .collect()
 }
 
+/// A gap in words; a gap known only by its code (production's MCP text
+/// names neither number) says so rather than "0 unread".
+fn gap_text(latest_id: MessageId, unread_count: u32) -> String {
+    if latest_id == 0 && unread_count == 0 {
+        "newer messages arrived since the last one seen (gap)".to_string()
+    } else {
+        format!("{unread_count} unread message(s) since the last one seen; newest is {latest_id}")
+    }
+}
+
+/// What a refusal with `code` adds to say how to fix it.
+fn refusal_fix(code: &str) -> &'static str {
+    match code {
+        codes::KEY_INVALID => KEY_REFUSED_FIX,
+        _ => "",
+    }
+}
+
+/// The fix for a key the backend refuses (unknown, expired, used or
+/// revoked): it will not work again, only a new one will.
+pub const KEY_REFUSED_FIX: &str = "; this key will not work again: ask the admin for a new one";
+
+/// A request that got no answer, in one line: `cannot reach <url>: <cause>:
+/// … : <OS cause>`. The URL's path is kept (it names the call) and its query
+/// dropped; URLs here never hold secrets (tokens travel in headers only).
+pub fn transport_text(e: &reqwest::Error) -> String {
+    let mut msgs = Vec::new();
+    let mut src = std::error::Error::source(e);
+    while let Some(s) = src {
+        msgs.push(s.to_string());
+        src = s.source();
+    }
+    let head = match e.url() {
+        Some(u) => {
+            let mut u = u.clone();
+            u.set_query(None);
+            let _ = u.set_password(None);
+            let _ = u.set_username("");
+            format!("cannot reach {u}")
+        }
+        None => "cannot reach the backend".to_string(),
+    };
+    let what = e.without_url_ref();
+    msgs.insert(0, what);
+    format!("{head}: {}", render_messages(&msgs))
+}
+
+trait WithoutUrlRef {
+    fn without_url_ref(&self) -> String;
+}
+
+impl WithoutUrlRef for reqwest::Error {
+    /// reqwest's own words without the ` for url (…)` it appends.
+    fn without_url_ref(&self) -> String {
+        let full = self.to_string();
+        match self.url() {
+            Some(u) => full.replace(&format!(" for url ({u})"), ""),
+            None => full,
+        }
+    }
+}
+
 impl From<reqwest::Error> for Error {
     fn from(e: reqwest::Error) -> Self {
-        // reqwest's Display may carry the URL; URLs here never hold secrets
-        // (tokens travel in headers only).
-        Error::Transport(e.without_url().to_string())
+        Error::Transport(transport_text(&e))
     }
+}
+
+/// THE rendering of an error chain, for every command's last line and the
+/// daemons' logs: each cause once, innermost last, joined by `: `. A cause
+/// whose text its outer error already repeats (a `{0}` in a message over a
+/// `#[from]` source) is said once, at its own place.
+pub fn render_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut msgs = Vec::new();
+    let mut cur = Some(e);
+    while let Some(c) = cur {
+        msgs.push(c.to_string());
+        cur = c.source();
+    }
+    render_messages(&msgs)
+}
+
+/// [`render_chain`] over the messages of a chain, outermost first: each
+/// message loses the text of the causes inside it, then empty or repeated
+/// parts are dropped.
+pub fn render_messages(msgs: &[String]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for (i, m) in msgs.iter().enumerate() {
+        let mut own = m.clone();
+        for inner in &msgs[i + 1..] {
+            let inner = inner.trim();
+            if !inner.is_empty() && own.trim() != inner {
+                own = own.replace(inner, "");
+            }
+        }
+        let own = tidy(&own);
+        if own.is_empty() || parts.iter().any(|p| p == &own) {
+            continue;
+        }
+        parts.push(own);
+    }
+    parts.join(": ")
+}
+
+/// A message with a removed cause's leftovers cleaned: empty brackets,
+/// dangling separators, doubled spaces.
+fn tidy(s: &str) -> String {
+    let mut s = s.to_string();
+    for (from, to) in [("()", ""), ("( )", ""), (": ;", ";"), (": ,", ",")] {
+        s = s.replace(from, to);
+    }
+    while s.contains("  ") {
+        s = s.replace("  ", " ");
+    }
+    for (from, to) in [(" ;", ";"), (" ,", ",")] {
+        s = s.replace(from, to);
+    }
+    s.trim()
+        .trim_end_matches([':', ';', ',', '-', '—'])
+        .trim()
+        .to_string()
 }
 
 #[cfg(test)]
@@ -293,20 +422,23 @@ mod tests {
         }}))
         .unwrap();
         match Error::from_status(429, &b, Some(Duration::from_secs(60))) {
-            Error::RateLimited { retry_after } => {
+            Error::RateLimited { retry_after, .. } => {
                 assert_eq!(retry_after, Some(Duration::from_secs(60)))
             }
             e => panic!("{e:?}"),
         }
         match Error::from_status(429, &b, None) {
-            Error::RateLimited { retry_after } => {
+            Error::RateLimited { retry_after, .. } => {
                 assert_eq!(retry_after, Some(Duration::from_secs(7)))
             }
             e => panic!("{e:?}"),
         }
         assert!(matches!(
             Error::from_status(429, b"", None),
-            Error::RateLimited { retry_after: None }
+            Error::RateLimited {
+                retry_after: None,
+                ..
+            }
         ));
     }
 
@@ -330,13 +462,152 @@ mod tests {
         }
     }
 
-    proptest::proptest! {
-        /// Whatever a server answers, mapping it is an error value, never a
-        /// panic.
-        #[test]
-        fn any_answer_maps_without_panicking(status in 100u16..600, body in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..256)) {
-            let _ = Error::from_status(status, &body, None).to_string();
+    /// The status an error of [`Error::from_status`] says it came with.
+    fn said_status(e: &Error) -> Option<u16> {
+        match e {
+            Error::Refused { status, .. } | Error::Unparseable { status, .. } => Some(*status),
+            Error::NotFound { .. } => Some(404),
+            Error::Unauthorized { .. } => Some(401),
+            Error::RateLimited { .. } => Some(429),
+            _ => None,
         }
+    }
+
+    /// The words an error keeps of its body.
+    fn kept(e: &Error) -> String {
+        match e {
+            Error::Unparseable { head, .. } => head.clone(),
+            Error::Unauthorized { message } => message.clone(),
+            Error::RateLimited { message, .. } => message.clone(),
+            other => format!("{other:?}"),
+        }
+    }
+
+    /// An unreadable body keeps its first 300 runes whatever the status
+    /// (seed 002 L51): per status, the head is in the error.
+    #[test]
+    fn an_unreadable_body_keeps_its_head_for_every_status() {
+        let body = format!("<html>{}</html>", "é".repeat(400));
+        let head: String = body.chars().take(ERROR_BODY_KEEP_CHARS).collect();
+        for status in [400u16, 401, 403, 404, 409, 413, 422, 429, 500, 502, 503] {
+            let e = Error::from_status(status, body.as_bytes(), None);
+            assert_eq!(said_status(&e), Some(status), "{status}: {e:?}");
+            assert!(kept(&e).ends_with(&head), "{status}: {e:?}");
+            assert!(e.to_string().contains(&head), "{status}: shown");
+        }
+    }
+
+    proptest::proptest! {
+        /// A decoded error keeps its status: an unreadable body under any
+        /// status, and a contract body whose code names no variant of its
+        /// own, come back with the status they came with, never a panic.
+        #[test]
+        fn a_decoded_error_keeps_its_status(
+            status in 400u16..600,
+            bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..256),
+            code in proptest::sample::select(vec![
+                "forbidden", "not_member", "markdown_refused", "body_too_long",
+                "agent_busy", "not_claimable", "need_task_card", "too_many_subcards",
+                "invalid_transition", "error_required", "key_invalid", "conflict", "internal",
+            ]),
+        ) {
+            let unreadable = [b"\xff".as_slice(), &bytes].concat();
+            let e = Error::from_status(status, &unreadable, None);
+            proptest::prop_assert_eq!(said_status(&e), Some(status));
+            let head = keep(&unreadable);
+            proptest::prop_assert!(kept(&e).ends_with(&head));
+            let e = Error::from_status(status, &body(code), None);
+            proptest::prop_assert_eq!(said_status(&e), Some(status));
+            if status != 401 {
+                proptest::prop_assert_eq!(e.code(), Some(code));
+            }
+        }
+    }
+
+    /// Each cause once, innermost last, whatever the outer messages repeat.
+    #[test]
+    fn render_messages_table() {
+        let cases: &[(&[&str], &str)] = &[
+            (&["a", "b", "c"], "a: b: c"),
+            // An outer message that ends with its source's text.
+            (
+                &[
+                    "the redeem did not happen: refused (403 key_invalid): gone",
+                    "refused (403 key_invalid): gone",
+                ],
+                "the redeem did not happen: refused (403 key_invalid): gone",
+            ),
+            // A transparent wrapper and a repeated cause.
+            (
+                &[
+                    "error sending request",
+                    "error sending request",
+                    "connection refused",
+                ],
+                "error sending request: connection refused",
+            ),
+            // The cause in the middle of the outer text.
+            (
+                &["adopting x (boom); nothing written", "boom"],
+                "adopting x; nothing written: boom",
+            ),
+            (&["outer: inner", "inner"], "outer: inner"),
+            (&["", "only"], "only"),
+            (&["solo"], "solo"),
+        ];
+        for (msgs, want) in cases {
+            let msgs: Vec<String> = msgs.iter().map(|m| m.to_string()).collect();
+            assert_eq!(render_messages(&msgs), *want, "{msgs:?}");
+        }
+    }
+
+    #[derive(Debug, Error)]
+    enum Outer {
+        #[error("the redeem did not happen: {0}")]
+        Api(#[from] Error),
+    }
+
+    /// The chain a command prints for an unreachable backend: the URL and
+    /// the OS cause, each part once (never "transport: error sending
+    /// request: transport: error sending request").
+    #[tokio::test]
+    async fn an_unreachable_url_renders_the_url_and_the_os_cause_once() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        drop(l);
+        let url = format!("http://127.0.0.1:{port}/v1/me?limit=3");
+        let e: Error = reqwest::Client::new()
+            .get(&url)
+            .send()
+            .await
+            .unwrap_err()
+            .into();
+        let wrapped = anyhow_like(Outer::from(e));
+        assert_eq!(
+            wrapped,
+            format!(
+                "the redeem did not happen: cannot reach http://127.0.0.1:{port}/v1/me: \
+                 error sending request: client error (Connect): tcp connect error: \
+                 Connection refused (os error 111)"
+            )
+        );
+    }
+
+    fn anyhow_like(e: Outer) -> String {
+        render_chain(&e)
+    }
+
+    /// A refused key says it will not work again and who gives a new one;
+    /// another refusal does not.
+    #[test]
+    fn a_refused_key_says_to_ask_the_admin() {
+        let e = Error::from_status(403, &body("key_invalid"), None);
+        assert_eq!(
+            e.to_string(),
+            "refused (403 key_invalid): m; this key will not work again: ask the admin for a new one"
+        );
+        let e = Error::from_status(403, &body("forbidden"), None);
+        assert_eq!(e.to_string(), "refused (403 forbidden): m");
     }
 
     #[test]

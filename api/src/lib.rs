@@ -13,6 +13,7 @@ pub mod routes;
 pub mod say_seen;
 pub mod send;
 pub mod token;
+pub mod tolerant;
 pub mod types;
 pub mod ws;
 

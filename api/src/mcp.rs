@@ -241,17 +241,7 @@ impl McpClient {
         })?;
         let r = self.call_tool(name, args).await?;
         if r.is_error {
-            let body = r
-                .json()
-                .ok()
-                .and_then(|v| serde_json::from_value::<crate::types::ErrorBody>(v).ok());
-            return Err(match body {
-                Some(eb) => Error::from_body(200, eb, None),
-                None => Error::Rpc {
-                    code: 0,
-                    message: r.text(),
-                },
-            });
+            return Err(tool_refusal(&r));
         }
         serde_json::from_value(r.json()?).map_err(|e| Error::Decode {
             what: "tool result",
@@ -303,12 +293,24 @@ impl McpClient {
                         retries += 1;
                         continue;
                     }
-                    None => return Err(Error::RateLimited { retry_after: retry }),
+                    None => {
+                        return Err(Error::RateLimited {
+                            retry_after: retry,
+                            message: rpc_message(&bytes).unwrap_or_else(|| keep_text(&bytes)),
+                        });
+                    }
                 }
             }
             if status == 401 {
+                // Seed 002 L21: a refused key is said as such (expired,
+                // revoked, account disabled?), with the fix.
+                let said = rpc_message(&bytes).unwrap_or_else(|| "no reason given".into());
                 return Err(Error::Unauthorized {
-                    message: rpc_message(&bytes).unwrap_or_else(|| "MCP key refused".into()),
+                    message: format!(
+                        "{said}; the MCP key was refused (expired, revoked or its account \
+                         disabled){}",
+                        crate::error::KEY_REFUSED_FIX
+                    ),
                 });
             }
             let parsed = if is_sse {
@@ -348,6 +350,150 @@ impl McpClient {
     }
 }
 
+/// Production's MCP layer renders a refused call's `{"error":{"code",
+/// "message"}}` as this text, then the status, `):` and the backend's words
+/// (seed 002 L51 "HOOP 后端拒绝(状态码):原话").
+pub const REFUSAL_PREFIX: &str = "HOOP 后端拒绝(";
+
+/// A refused tool call → the typed error a REST call would give. Production's
+/// text form first ([`parse_refusal_text`]); the structured `ErrorBody` as
+/// an accepted alternative; anything else keeps its text.
+pub fn tool_refusal(r: &ToolResult) -> Error {
+    let text = r.text();
+    if let Some((status, eb)) = parse_refusal_text(&text) {
+        return Error::from_body(status, eb, None);
+    }
+    let structured = r
+        .json()
+        .ok()
+        .and_then(|v| serde_json::from_value::<crate::types::ErrorBody>(v).ok());
+    match structured {
+        Some(eb) => Error::from_body(200, eb, None),
+        None => Error::Rpc {
+            code: 0,
+            message: crate::error::keep(text.as_bytes()),
+        },
+    }
+}
+
+/// The numbers a refusal carries beyond its code and words, in the order
+/// they are written: `(task_id 41, latest_id 9, …)`.
+const REFUSAL_FACTS: &[&str] = &["task_id", "latest_id", "unread_count", "retry_after_sec"];
+
+/// A refusal in production's MCP text form, as the reference backend
+/// writes it: `HOOP 后端拒绝(<status>):<code> (<fact> <n>, …): <message>`,
+/// the whole cut at [`crate::error::ERROR_BODY_KEEP_CHARS`] runes (seed 002
+/// L51 "截 300 rune"). The code and the facts in front of the words are
+/// this toolkit's ([A]): production's words may carry them anywhere, and
+/// [`parse_refusal_text`] reads both.
+pub fn refusal_text(status: u16, eb: &crate::types::ErrorBody) -> String {
+    let d = &eb.error;
+    let facts: Vec<String> = [
+        d.task_id,
+        d.latest_id,
+        d.unread_count.map(i64::from),
+        d.retry_after_sec.and_then(|s| i64::try_from(s).ok()),
+    ]
+    .iter()
+    .zip(REFUSAL_FACTS)
+    .filter_map(|(v, k)| v.map(|v| format!("{k} {v}")))
+    .collect();
+    let facts = if facts.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", facts.join(", "))
+    };
+    let full = format!("{REFUSAL_PREFIX}{status}):{}{facts}: {}", d.code, d.message);
+    crate::error::keep(full.as_bytes())
+}
+
+/// Production's refusal text → its status and an [`ErrorBody`]: the code is
+/// the one the text leads with or else the first code word it carries (else
+/// the status's, [`crate::types::codes::for_status`]); `task_id`,
+/// `latest_id`, `unread_count` and `retry_after_sec` are read where the
+/// text names them. `None` when the text is not in that form.
+pub fn parse_refusal_text(text: &str) -> Option<(u16, crate::types::ErrorBody)> {
+    use crate::types::codes;
+    let rest = text
+        .trim_start()
+        .strip_prefix(REFUSAL_PREFIX)
+        .or_else(|| text.trim_start().strip_prefix("HOOP 后端拒绝（"))?;
+    let close = rest.find([')', '）'])?;
+    let status: u16 = rest[..close].trim().parse().ok()?;
+    let rest = &rest[close..];
+    let rest = rest.strip_prefix(')').or_else(|| rest.strip_prefix('）'))?;
+    let rest = rest
+        .strip_prefix(':')
+        .or_else(|| rest.strip_prefix('：'))
+        .unwrap_or(rest);
+    // The toolkit's own form: a leading code, optional facts, ": ".
+    let lead: String = rest
+        .chars()
+        .take_while(|c| c.is_ascii_lowercase() || *c == '_')
+        .collect();
+    let after = &rest[lead.len()..];
+    let (code, message) = if codes::ALL.contains(&lead.as_str())
+        && (after.starts_with(": ") || after.starts_with(" ("))
+    {
+        let msg = match after
+            .strip_prefix(" (")
+            .and_then(|a| a.find("): ").map(|i| &a[i + 3..]))
+        {
+            Some(m) => m,
+            None => after.strip_prefix(": ").unwrap_or(after),
+        };
+        (lead.clone(), msg.to_string())
+    } else {
+        let code = first_code_word(rest).unwrap_or_else(|| codes::for_status(status));
+        (code.to_string(), rest.to_string())
+    };
+    let mut eb = crate::types::ErrorBody::new(&code, message);
+    eb.error.task_id = number_after(rest, "task_id");
+    eb.error.latest_id = number_after(rest, "latest_id");
+    eb.error.unread_count = number_after(rest, "unread_count").and_then(|n| u32::try_from(n).ok());
+    eb.error.retry_after_sec =
+        number_after(rest, "retry_after_sec").and_then(|n| u64::try_from(n).ok());
+    Some((status, eb))
+}
+
+/// Whether `s[at..at+len]` stands as a whole word (no letter, digit or `_`
+/// touching it).
+fn whole_word(s: &str, at: usize, len: usize) -> bool {
+    let word = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    !s[..at].chars().next_back().is_some_and(word)
+        && !s[at + len..].chars().next().is_some_and(word)
+}
+
+/// The first contract code in `s` standing as a whole word.
+fn first_code_word(s: &str) -> Option<&'static str> {
+    crate::types::codes::ALL
+        .iter()
+        .filter_map(|c| {
+            s.match_indices(c)
+                .find(|(at, _)| whole_word(s, *at, c.len()))
+                .map(|(at, _)| (at, *c))
+        })
+        .min()
+        .map(|(_, c)| c)
+}
+
+/// The integer right after the whole word `key` (`task_id 41`,
+/// `task_id=41`, `"task_id": 41`).
+fn number_after(s: &str, key: &str) -> Option<i64> {
+    s.match_indices(key)
+        .filter(|(at, _)| whole_word(s, *at, key.len()))
+        .find_map(|(at, _)| {
+            let tail = s[at + key.len()..].trim_start_matches([' ', ':', '=', '"', '\'', '：']);
+            let digits: String = tail.chars().take_while(|c| c.is_ascii_digit()).collect();
+            digits.parse().ok()
+        })
+}
+
+/// The first runes of a body, for an error.
+fn keep_text(bytes: &[u8]) -> String {
+    crate::error::keep(bytes)
+}
+
 fn rpc_message(bytes: &[u8]) -> Option<String> {
     let v: Value = serde_json::from_slice(bytes).ok()?;
     v.pointer("/error/message")
@@ -380,10 +526,17 @@ mod tests {
     }
 
     proptest::proptest! {
-        /// A garbled event stream is "no response", never a panic.
+        /// A garbled event stream is "no response", never a panic; a
+        /// response with the id, wherever it sits among garbage, is found.
         #[test]
-        fn any_sse_body_parses_without_panicking(body in ".{0,300}") {
-            let _ = sse_response(body.as_bytes(), 1);
+        fn any_sse_body_parses_without_panicking(body in "[^\r\n]{0,300}", id in 1u64..1000) {
+            let garbled = format!("data: {body}\n\n");
+            proptest::prop_assert!(sse_response(garbled.as_bytes(), 0).is_none());
+            let good = format!(
+                "data: {body}\n\ndata: {{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":7}}\n\n"
+            );
+            let r = sse_response(good.as_bytes(), id).expect("found among garbage");
+            proptest::prop_assert_eq!(r.result, Some(json!(7)));
         }
     }
 
@@ -525,7 +678,7 @@ mod http_tests {
         cfg.max_retry_wait = Duration::ZERO;
         let c = McpClient::new(cfg).unwrap();
         match c.list_tools().await {
-            Err(Error::RateLimited { retry_after }) => {
+            Err(Error::RateLimited { retry_after, .. }) => {
                 assert_eq!(retry_after, Some(Duration::from_secs(1)))
             }
             other => panic!("{other:?}"),
@@ -593,6 +746,161 @@ mod add_line_tests {
         ];
         for (key, want) in cases {
             assert_eq!(is_mcp_key(key), want, "{key:?}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod refusal_tests {
+    use super::*;
+    use crate::types::ErrorBody;
+
+    fn refused(text: &str) -> ToolResult {
+        serde_json::from_value(json!({
+            "content": [{"type": "text", "text": text}], "isError": true
+        }))
+        .unwrap()
+    }
+
+    /// Each form of a refused tool call → the typed error a REST call gives.
+    #[test]
+    fn refusal_forms_decode_to_typed_errors() {
+        // (text, want: Debug prefix, code, task_id)
+        let cases: &[(&str, &str, Option<&str>)] = &[
+            // The toolkit's own text form (the reference backend's).
+            (
+                "HOOP 后端拒绝(404):window_not_found: no such window",
+                "NotFound { code: \"window_not_found\", message: \"no such window\" }",
+                Some("window_not_found"),
+            ),
+            (
+                "HOOP 后端拒绝(409):gap (latest_id 9, unread_count 2): 2 message(s) you have not read",
+                "Gap { latest_id: 9, unread_count: 2, unread: [] }",
+                Some("gap"),
+            ),
+            (
+                "HOOP 后端拒绝(409):agent_busy (task_id 41): you already work on a card",
+                "Orphaned { task_id: 41, code: \"agent_busy\", message: \"you already work on a card\" }",
+                Some("agent_busy"),
+            ),
+            (
+                "HOOP 后端拒绝(409):agent_busy: you already work on a card",
+                "Refused { status: 409, code: \"agent_busy\", message: \"you already work on a card\" }",
+                Some("agent_busy"),
+            ),
+            (
+                "HOOP 后端拒绝(429):rate_limited (retry_after_sec 60): slow down",
+                "RateLimited { retry_after: Some(60s), message: \"slow down\" }",
+                Some("rate_limited"),
+            ),
+            (
+                "HOOP 后端拒绝(422):markdown_refused: no tables",
+                "Refused { status: 422, code: \"markdown_refused\", message: \"no tables\" }",
+                Some("markdown_refused"),
+            ),
+            // Production's words, with the code somewhere or nowhere.
+            (
+                "HOOP 后端拒绝(404):window_not_found",
+                "NotFound { code: \"window_not_found\", message: \"window_not_found\" }",
+                Some("window_not_found"),
+            ),
+            (
+                "HOOP 后端拒绝(404):窗口不存在",
+                "NotFound { code: \"not_found\", message: \"窗口不存在\" }",
+                Some("not_found"),
+            ),
+            (
+                "HOOP 后端拒绝(409):认领失败 agent_busy, task_id=77 留在板上",
+                "Orphaned { task_id: 77, code: \"agent_busy\", message: \"认领失败 agent_busy, task_id=77 留在板上\" }",
+                Some("agent_busy"),
+            ),
+            (
+                "HOOP 后端拒绝(409):有新消息 gap",
+                "Gap { latest_id: 0, unread_count: 0, unread: [] }",
+                Some("gap"),
+            ),
+            (
+                "HOOP 后端拒绝（403）：not_member",
+                "Refused { status: 403, code: \"not_member\", message: \"not_member\" }",
+                Some("not_member"),
+            ),
+            // Not the text form: kept as it came.
+            (
+                "something else broke",
+                "Rpc { code: 0, message: \"something else broke\" }",
+                None,
+            ),
+            (
+                "HOOP 后端拒绝(abc):x",
+                "Rpc { code: 0, message: \"HOOP 后端拒绝(abc):x\" }",
+                None,
+            ),
+        ];
+        for (text, want, code) in cases {
+            let e = tool_refusal(&refused(text));
+            assert_eq!(&format!("{e:?}"), want, "{text}");
+            assert_eq!(e.code(), *code, "{text}");
+        }
+    }
+
+    /// The structured body stays an accepted alternative.
+    #[test]
+    fn the_structured_body_is_still_accepted() {
+        let eb = ErrorBody::new("window_not_found", "no such window");
+        let r: ToolResult = serde_json::from_value(json!({
+            "content": [{"type": "text", "text": serde_json::to_string(&eb).unwrap()}],
+            "structuredContent": eb, "isError": true
+        }))
+        .unwrap();
+        assert!(
+            matches!(tool_refusal(&r), Error::NotFound { code, .. } if code == "window_not_found")
+        );
+    }
+
+    /// The text is cut at 300 runes, the code and numbers first so that a
+    /// long message cannot push them out.
+    #[test]
+    fn a_long_refusal_is_cut_at_300_runes_keeping_code_and_task() {
+        let mut eb = ErrorBody::new("agent_busy", "忙".repeat(400));
+        eb.error.task_id = Some(41);
+        let text = refusal_text(409, &eb);
+        assert_eq!(text.chars().count(), 300);
+        assert!(matches!(
+            tool_refusal(&refused(&text)),
+            Error::Orphaned { task_id: 41, code, .. } if code == "agent_busy"
+        ));
+    }
+
+    proptest::proptest! {
+        /// The text form gives back the status and the message it was
+        /// made of, whatever the message (when it fits in 300 runes).
+        #[test]
+        fn the_text_form_round_trips_status_and_message(
+            status in 400u16..600,
+            code in proptest::sample::select(crate::types::codes::ALL.to_vec()),
+            message in "[^\r\n]{0,200}",
+        ) {
+            let eb = ErrorBody::new(code, message.clone());
+            let text = refusal_text(status, &eb);
+            let (s, back) = parse_refusal_text(&text).expect("parses");
+            proptest::prop_assert_eq!(s, status);
+            proptest::prop_assert_eq!(back.error.code, code);
+            proptest::prop_assert_eq!(back.error.message, message);
+        }
+
+        /// The 300-rune cut never splits a character: the text is a prefix,
+        /// in whole characters, of what it would be uncut.
+        #[test]
+        fn the_cut_never_splits_a_char(status in 400u16..600, message in "\\PC{0,600}") {
+            let eb = ErrorBody::new("gap", message.clone());
+            let text = refusal_text(status, &eb);
+            let full = format!("{REFUSAL_PREFIX}{status}):gap: {message}");
+            proptest::prop_assert!(text.chars().count() <= crate::error::ERROR_BODY_KEEP_CHARS);
+            proptest::prop_assert!(full.starts_with(&text));
+            proptest::prop_assert_eq!(
+                text.chars().count(),
+                full.chars().count().min(crate::error::ERROR_BODY_KEEP_CHARS)
+            );
         }
     }
 }

@@ -20,6 +20,7 @@ use crate::error::{Error, parse_retry_after};
 use crate::headers;
 use crate::routes::{self, fill, fill_task};
 use crate::token::{self, CachedToken};
+use crate::tolerant::Skipping;
 use crate::types::*;
 
 /// A request that has not answered after this long is a transport error
@@ -346,7 +347,7 @@ impl Client {
 
     /// `GET /v1/conversations`.
     pub async fn conversations(&self) -> Result<Vec<Conversation>, Error> {
-        self.call(
+        self.call::<Skipping<Conversation>>(
             "conversations",
             Method::GET,
             routes::CONVERSATIONS,
@@ -354,11 +355,12 @@ impl Client {
             NO_BODY,
         )
         .await
+        .map(|l| l.0)
     }
 
     /// `GET /v1/conversations/{id}/members`.
     pub async fn members(&self, conversation: ConversationId) -> Result<Vec<Member>, Error> {
-        self.call(
+        self.call::<Skipping<Member>>(
             "members",
             Method::GET,
             &fill(routes::CONVERSATION_MEMBERS, conversation),
@@ -366,6 +368,7 @@ impl Client {
             NO_BODY,
         )
         .await
+        .map(|l| l.0)
     }
 
     /// `GET …/messages?limit=&before=`: newest first; `before` pages back.
@@ -425,7 +428,7 @@ impl Client {
         let give_up = tokio::time::Instant::now() + FAILURE_REPORT_MAX_WAIT;
         loop {
             match self.send(conversation, &msg).await {
-                Err(Error::RateLimited { retry_after })
+                Err(Error::RateLimited { retry_after, .. })
                     if tokio::time::Instant::now() + FAILURE_REPORT_RETRY_POLL <= give_up =>
                 {
                     tracing::info!(
@@ -457,20 +460,21 @@ impl Client {
 
     /// `POST /v1/workrooms/heartbeat`.
     pub async fn heartbeat(&self) -> Result<HeartbeatResponse, Error> {
-        self.call(
-            "heartbeat",
-            Method::POST,
-            routes::HEARTBEAT,
-            &[],
-            Some(&serde_json::json!({})),
-        )
-        .await
+        self.beat(&HeartbeatRequest::default()).await
+    }
+
+    /// `POST /v1/workrooms/heartbeat` saying what the agent is doing
+    /// (`state`) and optionally the room it works in.
+    pub async fn beat(&self, req: &HeartbeatRequest) -> Result<HeartbeatResponse, Error> {
+        self.call("heartbeat", Method::POST, routes::HEARTBEAT, &[], Some(req))
+            .await
     }
 
     /// `GET /v1/workrooms/presence`.
     pub async fn presence(&self) -> Result<Vec<Presence>, Error> {
-        self.call("presence", Method::GET, routes::PRESENCE, &[], NO_BODY)
+        self.call::<Skipping<Presence>>("presence", Method::GET, routes::PRESENCE, &[], NO_BODY)
             .await
+            .map(|l| l.0)
     }
 
     /// `POST /v1/workrooms/usage` with the account's CUMULATIVE totals (the
@@ -507,8 +511,9 @@ impl Client {
                 q.push((k, v.to_string()));
             }
         }
-        self.call("cards", Method::GET, routes::TASKS, &q, NO_BODY)
+        self.call::<Skipping<Card>>("cards", Method::GET, routes::TASKS, &q, NO_BODY)
             .await
+            .map(|l| l.0)
     }
 
     /// `GET /v1/workrooms/{cid}/tasks/{id}`.
@@ -628,8 +633,9 @@ impl Client {
 
     /// `GET /v1/windows`.
     pub async fn windows(&self) -> Result<Vec<WindowInfo>, Error> {
-        self.call("windows", Method::GET, routes::WINDOWS, &[], NO_BODY)
+        self.call::<Skipping<WindowInfo>>("windows", Method::GET, routes::WINDOWS, &[], NO_BODY)
             .await
+            .map(|l| l.0)
     }
 
     /// `POST REINFORCE_APPLICATIONS`: ask for a reinforcement account.
@@ -941,5 +947,81 @@ mod tests {
             Client::new(cfg("not a url", None, None)),
             Err(Error::BadUrl { .. })
         ));
+    }
+}
+
+#[cfg(test)]
+mod tolerant_tests {
+    use super::*;
+    use axum::routing::{get, post};
+    use axum::{Json, Router};
+    use serde_json::json;
+
+    /// A backend answering as production may: string ids, a null title, no
+    /// AI count, one undecodable message and one undecodable conversation.
+    async fn server() -> String {
+        let app = Router::new()
+            .route(
+                routes::LOGIN,
+                post(|| async {
+                    Json(json!({"token": "t", "expires_at": "2999-01-01T00:00:00Z",
+                        "user": {"id": "1", "email": "a@x", "username": "a", "is_agent": true}}))
+                }),
+            )
+            .route(
+                routes::CONVERSATIONS,
+                get(|| async {
+                    Json(json!([
+                        {"id": "10", "title": null, "is_workroom": false},
+                        {"id": 11, "title": "broken", "is_workroom": null},
+                        {"id": 12, "title": "ok", "is_workroom": true, "ai_member_count": 1}
+                    ]))
+                }),
+            )
+            .route(
+                routes::CONVERSATION_MESSAGES,
+                get(|| async {
+                    Json(json!({"messages": [
+                        {"id": 3, "conversation_id": 10, "sender_id": 2, "body": "third",
+                         "created_at": "2023-11-14T22:13:20Z"},
+                        {"id": 2, "conversation_id": 10, "sender_id": {"oops": 1},
+                         "body": "second", "created_at": 0},
+                        {"id": "1", "conversation_id": "10", "sender_id": "2", "body": "first",
+                         "created_at": 1}
+                    ], "has_more": false}))
+                }),
+            );
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", l.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(l, app).await.unwrap() });
+        base
+    }
+
+    /// A room with one bad message still reads: the others come through,
+    /// each by its id; one bad room does not mute the list.
+    #[tokio::test]
+    async fn one_bad_message_or_room_costs_only_itself() {
+        let base = server().await;
+        let c = Client::new(ClientConfig {
+            base_url: base,
+            email: "a@x".into(),
+            login_code: "123456".into(),
+            agent_secret: None,
+            token_cache: None,
+        })
+        .unwrap();
+        let rooms = c.conversations().await.unwrap();
+        let got: Vec<(i64, &str, u32)> = rooms
+            .iter()
+            .map(|r| (r.id, r.title.as_str(), r.ai_member_count))
+            .collect();
+        assert_eq!(got, [(10, "", 2), (12, "ok", 1)]);
+        let page = c.messages(10, 20, None).await.unwrap();
+        let got: Vec<(i64, &str)> = page
+            .messages
+            .iter()
+            .map(|m| (m.id, m.body.as_str()))
+            .collect();
+        assert_eq!(got, [(3, "third"), (1, "first")]);
     }
 }

@@ -665,7 +665,7 @@ pub async fn send<T: Transport>(
                 }),
             }
         }
-        Err(ApiError::RateLimited { retry_after }) => Ok(Sent::Gated {
+        Err(ApiError::RateLimited { retry_after, .. }) => Ok(Sent::Gated {
             shown: String::new(),
             reason: format!(
                 "rate limited, nothing sent: the backend takes at most {SEND_RATE_PER_MIN} \

@@ -1,7 +1,10 @@
 //! Wire types of the backend contract (REST bodies, WebSocket events, error
 //! bodies). Shared by the clients and the reference backend so that both sides
 //! of every test speak the same shapes. Ids are 64-bit integers that grow with
-//! time (messages are ordered by id); see `docs/backend-contract.md`.
+//! time (messages are ordered by id); see `docs/backend-contract.md`. What
+//! production does not pin down decodes tolerantly ([`crate::tolerant`]):
+//! ids as numbers or strings, times as seconds or RFC 3339, one bad item of
+//! a list skipped by its id.
 
 use serde::{Deserialize, Serialize};
 
@@ -29,12 +32,14 @@ pub struct LoginRequest {
 pub struct LoginResponse {
     /// A JWT; expires after 15 minutes.
     pub token: String,
+    #[serde(deserialize_with = "crate::tolerant::time")]
     pub expires_at: UnixSecs,
     pub user: User,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct User {
+    #[serde(deserialize_with = "crate::tolerant::id")]
     pub id: UserId,
     pub email: String,
     pub username: String,
@@ -47,19 +52,47 @@ pub struct User {
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Conversation {
+    #[serde(deserialize_with = "crate::tolerant::id")]
     pub id: ConversationId,
+    /// Null or absent reads as empty (a DM may have no title).
+    #[serde(default, deserialize_with = "crate::tolerant::text")]
     pub title: String,
     /// A workroom is a room where work cards are run.
     pub is_workroom: bool,
     /// Newest message id, if any.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::tolerant::opt_id")]
     pub latest_message_id: Option<MessageId>,
-    /// How many members are agents (`is_agent`).
+    /// How many members are agents (`is_agent`). Absent or null reads as
+    /// [`AI_MEMBER_COUNT_UNKNOWN`]: a room whose count is unknown asks for
+    /// an @ like a multi-AI room.
+    #[serde(
+        default = "ai_member_count_unknown",
+        deserialize_with = "ai_member_count"
+    )]
     pub ai_member_count: u32,
+}
+
+/// What an absent or null `ai_member_count` reads as: 2, so that the room
+/// asks for an @ — production's doorbell treats a room whose AI count it
+/// cannot learn as one that needs an @ (seed 002 L19 "查不到按要 @").
+pub const AI_MEMBER_COUNT_UNKNOWN: u32 = 2;
+
+fn ai_member_count_unknown() -> u32 {
+    AI_MEMBER_COUNT_UNKNOWN
+}
+
+fn ai_member_count<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    Ok(Option::<u32>::deserialize(d)?.unwrap_or(AI_MEMBER_COUNT_UNKNOWN))
+}
+
+/// What an absent redeem `kind` reads as (see [`RedeemResponse::kind`]).
+fn redeem_kind_default() -> String {
+    "sentinel".to_string()
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Member {
+    #[serde(deserialize_with = "crate::tolerant::id")]
     pub user_id: UserId,
     pub username: String,
     #[serde(default)]
@@ -124,8 +157,11 @@ impl<'de> Deserialize<'de> for MessageKind {
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Message {
+    #[serde(deserialize_with = "crate::tolerant::id")]
     pub id: MessageId,
+    #[serde(deserialize_with = "crate::tolerant::id")]
     pub conversation_id: ConversationId,
+    #[serde(deserialize_with = "crate::tolerant::id")]
     pub sender_id: UserId,
     #[serde(default)]
     pub sender_username: String,
@@ -137,12 +173,15 @@ pub struct Message {
     pub mentions: Vec<Mention>,
     #[serde(default)]
     pub kind: MessageKind,
+    #[serde(deserialize_with = "crate::tolerant::time")]
     pub created_at: UnixSecs,
 }
 
 /// `GET …/messages?limit=&before=` → newest first.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct MessagePage {
+    /// A message that does not decode is left out (logged by its id).
+    #[serde(deserialize_with = "crate::tolerant::each")]
     pub messages: Vec<Message>,
     /// Whether older messages exist before the oldest one returned.
     pub has_more: bool,
@@ -178,6 +217,54 @@ pub struct SendImage {
 pub struct HeartbeatRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conversation_id: Option<ConversationId>,
+    /// What the agent is doing now; absent (or a word this toolkit does not
+    /// know) reports nothing and keeps what the backend had.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "agent_state"
+    )]
+    pub state: Option<AgentState>,
+}
+
+/// What a heartbeat reports the agent doing. Production's heartbeats report
+/// idle (seed 002 L57 "主人心跳新鲜却报 idle") and finishing a card beats
+/// idle (L19 step 7 "事务外心跳回 idle"); the field name `state` and the
+/// words are [A].
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum AgentState {
+    /// No turn is running.
+    Idle,
+    /// A turn is running.
+    Working,
+}
+
+impl AgentState {
+    /// The wire word.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AgentState::Idle => "idle",
+            AgentState::Working => "working",
+        }
+    }
+
+    /// From the wire word; `None` for a word this toolkit does not know.
+    pub fn from_word(w: &str) -> Option<AgentState> {
+        match w {
+            "idle" => Some(AgentState::Idle),
+            "working" => Some(AgentState::Working),
+            _ => None,
+        }
+    }
+}
+
+/// An optional [`AgentState`]: null, absent or an unknown word → `None`.
+fn agent_state<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<AgentState>, D::Error> {
+    Ok(match serde_json::Value::deserialize(d)? {
+        serde_json::Value::String(w) => AgentState::from_word(&w),
+        _ => None,
+    })
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
@@ -187,10 +274,19 @@ pub struct HeartbeatResponse {
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Presence {
+    #[serde(deserialize_with = "crate::tolerant::id")]
     pub user_id: UserId,
+    #[serde(default, deserialize_with = "crate::tolerant::opt_time")]
     pub last_beat_at: Option<UnixSecs>,
     /// Computed on read: a heartbeat within the last 3 minutes.
     pub present: bool,
+    /// What the last heartbeat that said so reported; null when none did.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "agent_state"
+    )]
+    pub state: Option<AgentState>,
 }
 
 /// `POST /v1/workrooms/usage`: the account's CUMULATIVE totals, never a
@@ -234,15 +330,20 @@ impl CardStatus {
 /// marks.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Card {
+    #[serde(deserialize_with = "crate::tolerant::id")]
     pub id: CardId,
+    #[serde(default, deserialize_with = "crate::tolerant::text")]
     pub title: String,
     pub status: CardStatus,
+    #[serde(default, deserialize_with = "crate::tolerant::opt_id")]
     pub assignee_id: Option<UserId>,
+    #[serde(default, deserialize_with = "crate::tolerant::opt_id")]
     pub parent_id: Option<CardId>,
     /// The workroom the card lives in.
+    #[serde(deserialize_with = "crate::tolerant::id")]
     pub conversation_id: ConversationId,
     /// The message of that room the card was assigned from, if any.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::tolerant::opt_id")]
     pub message_id: Option<MessageId>,
     /// Set when the card failed.
     pub error: Option<String>,
@@ -250,9 +351,10 @@ pub struct Card {
     #[serde(default)]
     pub result: Option<String>,
     /// The room message that carries the result, if any.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::tolerant::opt_id")]
     pub result_message_id: Option<MessageId>,
     /// Null until a renew opens a lease.
+    #[serde(default, deserialize_with = "crate::tolerant::opt_time")]
     pub lease_expires_at: Option<UnixSecs>,
     /// What the card cost: its assignee's totals at its end (now, while it
     /// works) minus those at its start (its claim); null when either is
@@ -260,7 +362,9 @@ pub struct Card {
     pub tokens_in: Option<i64>,
     pub tokens_cached_in: Option<i64>,
     pub tokens_out: Option<i64>,
+    #[serde(deserialize_with = "crate::tolerant::time")]
     pub created_at: UnixSecs,
+    #[serde(deserialize_with = "crate::tolerant::time")]
     pub updated_at: UnixSecs,
 }
 
@@ -291,6 +395,7 @@ pub struct TaskProgress {
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct LeaseResponse {
+    #[serde(deserialize_with = "crate::tolerant::time")]
     pub lease_expires_at: UnixSecs,
     pub renew_after_sec: u64,
 }
@@ -367,9 +472,9 @@ pub enum WindowMode {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct WindowSync {
     pub mode: WindowMode,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::tolerant::ids")]
     pub rooms: Vec<ConversationId>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::tolerant::ids")]
     pub exclude: Vec<ConversationId>,
     /// Why the mode is what it is, e.g. `revoked`.
     #[serde(default)]
@@ -379,10 +484,12 @@ pub struct WindowSync {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct WindowInfo {
     pub window_id: WindowId,
+    #[serde(deserialize_with = "crate::tolerant::id")]
     pub user_id: UserId,
     pub machine: String,
     pub client: String,
     pub revoked: bool,
+    #[serde(default, deserialize_with = "crate::tolerant::opt_time")]
     pub last_sync_at: Option<UnixSecs>,
     /// Computed on read: synced within the last 3 minutes. Never stored.
     pub present: bool,
@@ -419,7 +526,11 @@ impl std::fmt::Debug for RedeemRequest {
 #[derive(Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct RedeemResponse {
     pub user: User,
-    /// `sentinel` (login with email + fixed code) or `reinforcement` (MCP key only).
+    /// `sentinel` (login with email + fixed code) or `reinforcement` (MCP
+    /// key only). Absent reads as `sentinel`: production's redeem answers
+    /// only `OK` and the account (seed 002 L33) and is the sentinel path
+    /// (L31).
+    #[serde(default = "redeem_kind_default")]
     pub kind: String,
     /// For sentinel accounts: the fixed one-time code.
     #[serde(default)]
@@ -430,7 +541,7 @@ pub struct RedeemResponse {
     /// For reinforcement accounts: the ready `claude mcp add …` line.
     #[serde(default)]
     pub ready_line: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::tolerant::opt_id")]
     pub conversation_id: Option<ConversationId>,
 }
 
@@ -457,7 +568,9 @@ pub struct ReinforceApply {
 /// One reinforcement application; `agent_id` once approved.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct ReinforceApplication {
+    #[serde(deserialize_with = "crate::tolerant::id")]
     pub id: i64,
+    #[serde(deserialize_with = "crate::tolerant::id")]
     pub applicant_id: UserId,
     /// The account's username-to-be, with the `_aid` suffix.
     pub name: String,
@@ -465,7 +578,7 @@ pub struct ReinforceApplication {
     pub nickname: Option<String>,
     /// `pending` or `approved`.
     pub status: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::tolerant::opt_id")]
     pub agent_id: Option<UserId>,
 }
 
@@ -473,8 +586,10 @@ pub struct ReinforceApplication {
 /// installs it (`claude_add`, built by [`crate::mcp::claude_add_line`]).
 #[derive(Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct ReinforceKey {
+    #[serde(deserialize_with = "crate::tolerant::id")]
     pub agent_id: UserId,
     pub key: String,
+    #[serde(deserialize_with = "crate::tolerant::time")]
     pub expires_at: UnixSecs,
     pub claude_add: String,
 }
@@ -492,6 +607,7 @@ impl std::fmt::Debug for ReinforceKey {
 /// How many live MCP keys of an account a revoke ended.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct RevokedKeys {
+    #[serde(deserialize_with = "crate::tolerant::id")]
     pub user_id: UserId,
     pub revoked: u32,
 }
@@ -512,11 +628,19 @@ pub struct ErrorDetail {
     pub code: String,
     pub message: String,
     /// For `gap`: the newest message id now.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::tolerant::opt_id"
+    )]
     pub latest_id: Option<MessageId>,
     /// For `gap`: the messages newer than `expect_latest_id`, newest first
     /// (empty for a key without read scope: it learns only `unread_count`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "crate::tolerant::each"
+    )]
     pub unread: Vec<Message>,
     /// For `gap`: how many messages are unread.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -526,7 +650,11 @@ pub struct ErrorDetail {
     pub retry_after_sec: Option<u64>,
     /// For a card that was created but could not be claimed (production's
     /// `work_task_start` is two transactions): the queued orphan to finish.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::tolerant::opt_id"
+    )]
     pub task_id: Option<CardId>,
 }
 
@@ -578,6 +706,49 @@ pub mod codes {
     pub const METHOD_NOT_ALLOWED: &str = "method_not_allowed";
     /// The server failed; nothing was written.
     pub const INTERNAL: &str = "internal";
+
+    /// Every code above, for finding one in a refusal's text.
+    pub const ALL: &[&str] = &[
+        BAD_REQUEST,
+        UNAUTHORIZED,
+        FORBIDDEN,
+        NOT_FOUND,
+        NOT_MEMBER,
+        MARKDOWN_REFUSED,
+        BODY_TOO_LONG,
+        GAP,
+        RATE_LIMITED,
+        AGENT_BUSY,
+        NOT_CLAIMABLE,
+        NEED_TASK_CARD,
+        TOO_MANY_SUBCARDS,
+        NOT_WORKING,
+        INVALID_TRANSITION,
+        ERROR_REQUIRED,
+        WINDOW_NOT_FOUND,
+        KEY_INVALID,
+        PAYLOAD_TOO_LARGE,
+        CONFLICT,
+        METHOD_NOT_ALLOWED,
+        INTERNAL,
+        // Production's card gate (seed 002 L7 §0.6).
+        "task_card_mismatch",
+    ];
+
+    /// The code a status means when a refusal's text names none.
+    pub fn for_status(status: u16) -> &'static str {
+        match status {
+            401 => UNAUTHORIZED,
+            403 => FORBIDDEN,
+            404 => NOT_FOUND,
+            405 => METHOD_NOT_ALLOWED,
+            409 => CONFLICT,
+            413 => PAYLOAD_TOO_LARGE,
+            429 => RATE_LIMITED,
+            500..=599 => INTERNAL,
+            _ => BAD_REQUEST,
+        }
+    }
 }
 
 // ---------------------------------------------------------------- MCP tools
@@ -609,6 +780,7 @@ pub mod mcp {
     /// `chat_list` → the caller's conversations.
     #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
     pub struct ChatList {
+        #[serde(deserialize_with = "crate::tolerant::each")]
         pub conversations: Vec<Conversation>,
     }
 
@@ -628,12 +800,16 @@ pub mod mcp {
     /// `chat_read` → newest first.
     #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
     pub struct ChatRead {
+        #[serde(deserialize_with = "crate::tolerant::id")]
         pub conversation_id: ConversationId,
+        /// A message that does not decode is left out (logged by its id).
+        #[serde(deserialize_with = "crate::tolerant::each")]
         pub messages: Vec<Message>,
         pub count: usize,
         /// Always `newest_first`.
         pub order: String,
         /// `created_at` of the oldest message returned; null when none.
+        #[serde(default, deserialize_with = "crate::tolerant::opt_time")]
         pub oldest_created_at: Option<i64>,
         /// Older messages exist beyond the ones returned.
         pub truncated: bool,
@@ -642,7 +818,9 @@ pub mod mcp {
     /// `chat_members` → the conversation's members.
     #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
     pub struct ChatMembers {
+        #[serde(deserialize_with = "crate::tolerant::id")]
         pub conversation_id: ConversationId,
+        #[serde(deserialize_with = "crate::tolerant::each")]
         pub members: Vec<Member>,
     }
 
@@ -680,6 +858,7 @@ pub mod mcp {
     /// `work_tasks` → the caller's cards, newest first.
     #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
     pub struct WorkTasks {
+        #[serde(deserialize_with = "crate::tolerant::each")]
         pub cards: Vec<Card>,
     }
 
@@ -744,17 +923,21 @@ pub mod mcp {
 pub enum WsEvent {
     /// Sent once after the upgrade: the connection is authenticated.
     #[serde(rename = "hello")]
-    Hello { user_id: UserId },
+    Hello {
+        #[serde(deserialize_with = "crate::tolerant::id")]
+        user_id: UserId,
+    },
     /// A message in a conversation the account is a member of.
     #[serde(rename = "message.new")]
     MessageNew {
+        #[serde(deserialize_with = "crate::tolerant::id")]
         conversation_id: ConversationId,
         message: Message,
     },
     /// Re-pull everything.
     #[serde(rename = "workroom.task.recheck")]
     TaskRecheck {
-        #[serde(default)]
+        #[serde(default, deserialize_with = "crate::tolerant::opt_id")]
         conversation_id: Option<ConversationId>,
     },
     /// A provisioning key waits for this account.
@@ -782,6 +965,131 @@ mod tests {
         assert_eq!(e, WsEvent::ProvisionPending {});
         let e: WsEvent = serde_json::from_str(r#"{"type":"typing","user_id":3}"#).unwrap();
         assert_eq!(e, WsEvent::Unknown);
+    }
+
+    /// Production may send what the reference backend does not: ids as
+    /// strings, times as RFC 3339, a null title, no AI count, a redeem
+    /// answer without `kind`. Each decodes (table per field).
+    #[test]
+    fn production_shapes_decode_tolerantly() {
+        let c: Conversation = serde_json::from_str(
+            r#"{"id": "12", "title": null, "is_workroom": false, "latest_message_id": "40"}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            (
+                c.id,
+                c.title.as_str(),
+                c.latest_message_id,
+                c.ai_member_count
+            ),
+            (12, "", Some(40), AI_MEMBER_COUNT_UNKNOWN)
+        );
+        let c: Conversation =
+            serde_json::from_str(r#"{"id": 12, "is_workroom": true, "ai_member_count": null}"#)
+                .unwrap();
+        assert_eq!((c.title.as_str(), c.ai_member_count), ("", 2));
+        // A count that is there is kept, 0 and 1 included.
+        for n in [0u32, 1, 3] {
+            let c: Conversation = serde_json::from_value(serde_json::json!({
+                "id": 1, "title": "t", "is_workroom": false, "ai_member_count": n
+            }))
+            .unwrap();
+            assert_eq!(c.ai_member_count, n);
+        }
+        let m: Message = serde_json::from_str(
+            r#"{"id": "9", "conversation_id": "12", "sender_id": "3",
+                "created_at": "2023-11-14T22:13:20Z"}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            (m.id, m.conversation_id, m.sender_id, m.created_at),
+            (9, 12, 3, 1_700_000_000)
+        );
+        let r: RedeemResponse = serde_json::from_str(
+            r#"{"user": {"id": "5", "email": "k@x", "username": "kai", "is_agent": true}}"#,
+        )
+        .unwrap();
+        assert_eq!((r.kind.as_str(), r.user.id), ("sentinel", 5));
+        let r: RedeemResponse = serde_json::from_str(
+            r#"{"user": {"id": 5, "email": "k@x", "username": "kai", "is_agent": true},
+                "kind": "reinforcement"}"#,
+        )
+        .unwrap();
+        assert_eq!(r.kind, "reinforcement");
+        let card: Card = serde_json::from_str(
+            r#"{"id": "4", "title": null, "status": "working", "assignee_id": "5",
+                "parent_id": null, "conversation_id": "12", "error": null,
+                "lease_expires_at": "2023-11-14T22:14:20Z", "tokens_in": null,
+                "tokens_cached_in": null, "tokens_out": null,
+                "created_at": 1700000000, "updated_at": "1700000001"}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            (
+                card.id,
+                card.assignee_id,
+                card.lease_expires_at,
+                card.updated_at
+            ),
+            (4, Some(5), Some(1_700_000_060), 1_700_000_001)
+        );
+        let w: WindowSync =
+            serde_json::from_str(r#"{"mode": "rooms", "rooms": ["1", 2], "exclude": null}"#)
+                .unwrap();
+        assert_eq!((w.rooms, w.exclude), (vec![1, 2], vec![]));
+        let e: WsEvent = serde_json::from_str(
+            r#"{"type": "message.new", "conversation_id": "1", "message": {"id": 2,
+                "conversation_id": 1, "sender_id": 3, "created_at": 0}}"#,
+        )
+        .unwrap();
+        assert!(matches!(
+            e,
+            WsEvent::MessageNew {
+                conversation_id: 1,
+                ..
+            }
+        ));
+        // Written back as numbers, as the reference backend answers.
+        assert_eq!(serde_json::to_value(&c).unwrap()["id"], 12);
+    }
+
+    /// One message that does not decode is left out of its page; every
+    /// other message of the page is kept, each by its id.
+    #[test]
+    fn one_undecodable_message_does_not_lose_the_page() {
+        let page: MessagePage = serde_json::from_str(
+            r#"{"messages": [
+                {"id": 5, "conversation_id": 1, "sender_id": 2, "body": "a", "created_at": 0},
+                {"id": 4, "conversation_id": 1, "sender_id": "not-a-user", "created_at": 0},
+                {"id": 3, "conversation_id": 1, "sender_id": 2, "body": "c", "created_at": "later"},
+                {"id": 2, "conversation_id": 1, "sender_id": 2, "body": "d", "created_at": 0}
+            ], "has_more": true}"#,
+        )
+        .unwrap();
+        let ids: Vec<i64> = page.messages.iter().map(|m| m.id).collect();
+        assert_eq!(ids, [5, 2]);
+        assert!(page.has_more);
+        let read: mcp::ChatRead = serde_json::from_str(
+            r#"{"conversation_id": 1, "messages": [
+                {"id": 7, "conversation_id": 1, "sender_id": 2, "created_at": 0},
+                {"id": 6}
+            ], "count": 2, "order": "newest_first", "oldest_created_at": null,
+            "truncated": false}"#,
+        )
+        .unwrap();
+        let ids: Vec<i64> = read.messages.iter().map(|m| m.id).collect();
+        assert_eq!(ids, [7]);
+        let list: mcp::ChatList = serde_json::from_str(
+            r#"{"conversations": [
+                {"id": 1, "title": "a", "is_workroom": false},
+                {"id": 2, "title": "b", "is_workroom": "maybe"},
+                {"id": 3, "title": null, "is_workroom": true, "ai_member_count": 1}
+            ]}"#,
+        )
+        .unwrap();
+        let ids: Vec<i64> = list.conversations.iter().map(|c| c.id).collect();
+        assert_eq!(ids, [1, 3]);
     }
 
     /// A page with a voice message, an unknown kind, unknown mention

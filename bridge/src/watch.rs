@@ -91,12 +91,17 @@ pub struct WatchConfig {
     pub allowlist: Allowlist,
 }
 
-/// Whether an error means the key was refused.
+/// Whether an error means the key was refused. A tool call refused with
+/// 403 `not_member` (production's MCP text carries the API's status, seed
+/// 002 L51) is about one room, not the key.
 pub fn key_rejected(e: &ApiError) -> bool {
-    matches!(
-        e,
-        ApiError::Unauthorized { .. } | ApiError::Refused { status: 403, .. }
-    )
+    match e {
+        ApiError::Unauthorized { .. } => true,
+        ApiError::Refused {
+            status: 403, code, ..
+        } => code != hoop_api::types::codes::NOT_MEMBER,
+        _ => false,
+    }
 }
 
 pub struct Watcher {
@@ -466,5 +471,37 @@ pub fn pid_alive(pid: u32) -> bool {
     match nix::sys::signal::kill(nix::unistd::Pid::from_raw(raw), None) {
         Ok(()) => true,
         Err(e) => e == nix::errno::Errno::EPERM,
+    }
+}
+
+#[cfg(test)]
+mod key_rejected_tests {
+    use super::*;
+
+    /// A refused key stops the bridge; a tool refused for one room (403
+    /// `not_member`, as production's MCP text carries it) does not.
+    #[test]
+    fn key_rejected_table() {
+        let refused = |status, code: &str| ApiError::Refused {
+            status,
+            code: code.into(),
+            message: "m".into(),
+        };
+        let cases = [
+            (
+                ApiError::Unauthorized {
+                    message: "m".into(),
+                },
+                true,
+            ),
+            (refused(403, "key_invalid"), true),
+            (refused(403, "forbidden"), true),
+            (refused(403, "not_member"), false),
+            (refused(409, "agent_busy"), false),
+            (ApiError::Transport("down".into()), false),
+        ];
+        for (e, want) in cases {
+            assert_eq!(key_rejected(&e), want, "{e:?}");
+        }
     }
 }

@@ -34,13 +34,13 @@ pub enum RedeemError {
     #[error("cannot tell which user runs this (uid {uid}), so --target-host cannot be checked")]
     NoCurrentUser { uid: u32 },
     #[error(
-        "the home {dir} exists already ({found}); nothing was redeemed and the key is still \
-         usable: choose another --home, or pass --force to replace that home's account"
+        "the home {dir} exists already ({found}); nothing was redeemed and the key was not \
+         spent: choose another --home, or pass --force to replace that home's account"
     )]
     HomeExists { dir: PathBuf, found: String },
     #[error(
-        "cannot write a home under {root} ({cause}); nothing was redeemed and the key is still \
-         usable: make {root} writable by this user (or point HOOP_ROOT elsewhere), then redeem \
+        "cannot write a home under {root} ({cause}); nothing was redeemed and the key was not \
+         spent: make {root} writable by this user (or point HOOP_ROOT elsewhere), then redeem \
          again"
     )]
     NotWritable {
@@ -48,8 +48,8 @@ pub enum RedeemError {
         cause: std::io::Error,
     },
     #[error(
-        "{dir} is in the way of the home ({what}); nothing was redeemed and the key is still \
-         usable: move it aside, then redeem again"
+        "{dir} is in the way of the home ({what}); nothing was redeemed and the key was not \
+         spent: move it aside, then redeem again"
     )]
     InTheWay { dir: PathBuf, what: String },
     #[error(
@@ -66,9 +66,7 @@ pub enum RedeemError {
     },
     #[error(transparent)]
     Home(#[from] HomeError),
-    #[error(
-        "the redeem did not happen (nothing was created; a key that was valid is still usable): {0}"
-    )]
+    #[error("{}", api_failure(.0))]
     Api(#[from] hoop_api::Error),
     #[error("the backend answered a redeem of an unknown kind {0:?}")]
     UnknownKind(String),
@@ -102,6 +100,17 @@ pub enum RedeemError {
         username: String,
         cause: hoop_api::Error,
     },
+}
+
+/// A redeem the backend did not do, in words true of the key: a refused
+/// key (unknown, expired or used) is never called usable; any other failure
+/// spent nothing.
+fn api_failure(e: &hoop_api::Error) -> String {
+    if e.code() == Some(hoop_api::types::codes::KEY_INVALID) {
+        format!("the backend refused the provisioning key, so nothing was created: {e}")
+    } else {
+        format!("the redeem did not happen (nothing was created and the key was not spent): {e}")
+    }
 }
 
 /// The record of a reinforcement home, next to its `.mcp_key`: where the

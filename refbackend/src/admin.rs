@@ -4,17 +4,14 @@
 
 use std::sync::Arc;
 
-use axum::Router;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
 use hoop_api::admin::{
     AddMember, AdminCreateCard, ArmFault, ClockAdvance, ClockNow, CreateConversation,
     CreateProvisionKey, CreateUser, CreatedProvisionKey, MintMcpKey, MintedMcpKey, PostAs, Push,
     PushEvent, Pushed, RevokeMcpKeys, SetUserState,
 };
-use hoop_api::routes::admin as r;
 use hoop_api::types::WsEvent;
 
 use crate::App;
@@ -23,38 +20,20 @@ use crate::extract::{Admin, Id, JsonBody, OptJson, Q};
 
 type S = State<Arc<App>>;
 
-pub fn routes() -> Router<Arc<App>> {
-    Router::new()
-        .route(r::USERS, get(list_users).post(create_user))
-        .route(r::CONVERSATIONS, post(create_conversation))
-        .route(r::CONVERSATION_MEMBERS, post(add_member))
-        .route(r::CONVERSATION_MESSAGES, get(read_room).post(post_as))
-        .route(r::USER_STATE, post(set_user_state))
-        .route(r::MCP_KEYS, post(mint_mcp_key))
-        .route(r::MCP_KEYS_REVOKE, post(revoke_mcp_keys))
-        .route(r::PROVISION_KEYS, post(create_provision_key))
-        .route(r::REINFORCE_APPROVE, post(approve_application))
-        .route(r::FAULTS, post(arm_fault))
-        .route(r::CARDS, get(list_cards).post(create_card))
-        .route(r::PUSH, post(push))
-        .route(r::CLOCK_ADVANCE, post(advance_clock))
-        .route(r::STATS, get(stats))
-}
-
 fn created<T: serde::Serialize>(v: T) -> Response {
     (StatusCode::CREATED, axum::Json(v)).into_response()
 }
 
-async fn stats(State(app): S, _: Admin) -> ApiResult<Response> {
+pub(crate) async fn stats(State(app): S, _: Admin) -> ApiResult<Response> {
     let n = app.requests.load(std::sync::atomic::Ordering::Relaxed);
     Ok(axum::Json(serde_json::json!({"requests": n})).into_response())
 }
 
-async fn list_users(State(app): S, _: Admin) -> ApiResult<Response> {
+pub(crate) async fn list_users(State(app): S, _: Admin) -> ApiResult<Response> {
     Ok(axum::Json(app.store().list_users()?).into_response())
 }
 
-async fn create_user(
+pub(crate) async fn create_user(
     State(app): S,
     _: Admin,
     JsonBody(req): JsonBody<CreateUser>,
@@ -62,7 +41,7 @@ async fn create_user(
     Ok(created(app.store().create_user(app.clock.now(), &req)?))
 }
 
-async fn create_conversation(
+pub(crate) async fn create_conversation(
     State(app): S,
     _: Admin,
     JsonBody(req): JsonBody<CreateConversation>,
@@ -72,7 +51,7 @@ async fn create_conversation(
     ))
 }
 
-async fn add_member(
+pub(crate) async fn add_member(
     State(app): S,
     _: Admin,
     Id(conv): Id,
@@ -82,26 +61,26 @@ async fn add_member(
 }
 
 /// The operator reads any room: the same page as a member's read.
-async fn read_room(
+pub(crate) async fn read_room(
     State(app): S,
     _: Admin,
     Id(conv): Id,
-    Q(q): Q<crate::http::PageQuery>,
+    Q(q): Q<crate::ops::PageQuery>,
 ) -> ApiResult<Response> {
     Ok(axum::Json(app.store().room_page(conv, q.limit(), q.before)?).into_response())
 }
 
-async fn post_as(
+pub(crate) async fn post_as(
     State(app): S,
     _: Admin,
     Id(conv): Id,
     JsonBody(req): JsonBody<PostAs>,
 ) -> ApiResult<Response> {
-    let msg = crate::http::send_and_push(&app, req.sender_id, conv, &req.message, &req.kind, None)?;
+    let msg = crate::ops::send_and_push(&app, req.sender_id, conv, &req.message, &req.kind, None)?;
     Ok(created(msg))
 }
 
-async fn set_user_state(
+pub(crate) async fn set_user_state(
     State(app): S,
     _: Admin,
     Id(user): Id,
@@ -110,7 +89,7 @@ async fn set_user_state(
     Ok(axum::Json(app.store().set_active(user, req.active)?).into_response())
 }
 
-async fn mint_mcp_key(
+pub(crate) async fn mint_mcp_key(
     State(app): S,
     _: Admin,
     JsonBody(req): JsonBody<MintMcpKey>,
@@ -126,7 +105,7 @@ async fn mint_mcp_key(
     }))
 }
 
-async fn revoke_mcp_keys(
+pub(crate) async fn revoke_mcp_keys(
     State(app): S,
     _: Admin,
     JsonBody(req): JsonBody<RevokeMcpKeys>,
@@ -135,7 +114,7 @@ async fn revoke_mcp_keys(
     Ok(axum::Json(r).into_response())
 }
 
-async fn create_provision_key(
+pub(crate) async fn create_provision_key(
     State(app): S,
     _: Admin,
     JsonBody(req): JsonBody<CreateProvisionKey>,
@@ -149,7 +128,7 @@ async fn create_provision_key(
     }))
 }
 
-async fn approve_application(
+pub(crate) async fn approve_application(
     State(app): S,
     _: Admin,
     Id(id): Id,
@@ -158,7 +137,7 @@ async fn approve_application(
     Ok(axum::Json(app.store().approve(app.clock.now(), id)?).into_response())
 }
 
-async fn arm_fault(
+pub(crate) async fn arm_fault(
     State(app): S,
     _: Admin,
     JsonBody(req): JsonBody<ArmFault>,
@@ -168,7 +147,7 @@ async fn arm_fault(
 }
 
 /// Every card of a room (or one card), for `hoop backend card list|show`.
-async fn list_cards(
+pub(crate) async fn list_cards(
     State(app): S,
     _: Admin,
     axum::extract::Query(f): axum::extract::Query<hoop_api::admin::AdminCardQuery>,
@@ -181,31 +160,21 @@ async fn list_cards(
     Ok(axum::Json(app.store().admin_cards(&filter)?).into_response())
 }
 
-async fn create_card(
+pub(crate) async fn create_card(
     State(app): S,
     _: Admin,
     JsonBody(req): JsonBody<AdminCreateCard>,
 ) -> ApiResult<Response> {
     let card = app.store().create_card(app.clock.now(), None, &req)?;
-    notify_assignee(&app, &card, None);
+    crate::ops::notify_assignee(&app, &card, None);
     Ok(created(card))
 }
 
-/// A card given to someone else rings their WebSocket with
-/// `workroom.task.recheck`, so a sentinel pulls it now instead of at its
-/// next alarm.
-pub(crate) fn notify_assignee(app: &App, card: &hoop_api::types::Card, creator: Option<i64>) {
-    if let Some(a) = card.assignee_id.filter(|a| Some(*a) != creator) {
-        app.hub.push(
-            &[a],
-            &WsEvent::TaskRecheck {
-                conversation_id: Some(card.conversation_id),
-            },
-        );
-    }
-}
-
-async fn push(State(app): S, _: Admin, JsonBody(req): JsonBody<Push>) -> ApiResult<Response> {
+pub(crate) async fn push(
+    State(app): S,
+    _: Admin,
+    JsonBody(req): JsonBody<Push>,
+) -> ApiResult<Response> {
     if app.store().user(req.user_id)?.is_none() {
         return Err(ApiError::not_found(format!("no user {}", req.user_id)));
     }
@@ -219,7 +188,7 @@ async fn push(State(app): S, _: Admin, JsonBody(req): JsonBody<Push>) -> ApiResu
     Ok(axum::Json(Pushed { delivered }).into_response())
 }
 
-async fn advance_clock(
+pub(crate) async fn advance_clock(
     State(app): S,
     _: Admin,
     JsonBody(req): JsonBody<ClockAdvance>,

@@ -45,6 +45,8 @@ mod extract;
 mod http;
 pub mod jwt;
 mod mcp;
+mod ops;
+mod routes;
 pub mod rules;
 mod store;
 mod ws;
@@ -252,7 +254,7 @@ pub async fn spawn(addr: SocketAddr, cfg: Config) -> Result<Running, Error> {
         shutdown: rx.clone(),
         requests: requests.clone(),
     });
-    let router = http::router(app);
+    let router = routes::router(app);
     let limits = ConnLimits {
         header_read_timeout: cfg.header_read_timeout,
         max_connections: cfg.max_connections.max(1),

@@ -199,14 +199,15 @@ async fn handle_authorized(app: Arc<App>, req: Request) -> Response {
                     "structuredContent": v,
                     "isError": false,
                 }),
-                Err(e) => {
-                    let v = serde_json::to_value(&e.body).unwrap_or(Value::Null);
-                    json!({
-                        "content": [{"type": "text", "text": v.to_string()}],
-                        "structuredContent": v,
-                        "isError": true,
-                    })
-                }
+                // A refusal is production's text (seed 002 L51: "HOOP 后端拒绝
+                // (<status>):<words>", cut at 300 runes), no structured body.
+                Err(e) => json!({
+                    "content": [{
+                        "type": "text",
+                        "text": hoop_api::mcp::refusal_text(e.status.as_u16(), &e.body),
+                    }],
+                    "isError": true,
+                }),
             };
             rpc_result(id, result)
         }
@@ -280,7 +281,7 @@ fn call_tool(app: &App, user: &User, name: &str, a: Value) -> ApiResult<Value> {
                 body: a.body,
                 mentions: a.mentions,
             };
-            to_value(crate::http::send_and_push(
+            to_value(crate::ops::send_and_push(
                 app,
                 user.id,
                 a.conversation_id,
@@ -300,7 +301,7 @@ fn call_tool(app: &App, user: &User, name: &str, a: Value) -> ApiResult<Value> {
                 mime: a.mime,
                 caption: a.caption,
             };
-            to_value(crate::http::send_image_as(
+            to_value(crate::ops::send_image_as(
                 app,
                 user.id,
                 a.conversation_id,
@@ -318,7 +319,7 @@ fn call_tool(app: &App, user: &User, name: &str, a: Value) -> ApiResult<Value> {
                 cards: app.store().list_cards(user.id, &f)?,
             })
         }
-        t::WORK_BEAT => to_value(crate::http::beat(app, user.id, None)?),
+        t::WORK_BEAT => to_value(crate::ops::beat(app, user.id, None, None)?),
         t::WORK_TASK_START => {
             // Production: assign (one transaction), then claim (another). A
             // refused claim leaves the queued card on the board and the

@@ -170,6 +170,17 @@ pub struct WindowView {
     pub last_sync_at: Option<i64>,
 }
 
+/// The room a redeem joins: only the one its provisioning key names. A
+/// request may repeat that room; naming any other (or one when the key
+/// names none) is refused with the room asked for, so a key minted for one
+/// team never opens another's history and cards.
+pub fn redeem_room(key_room: Option<i64>, asked: Option<i64>) -> Result<Option<i64>, i64> {
+    match asked {
+        Some(a) if Some(a) != key_room => Err(a),
+        _ => Ok(key_room),
+    }
+}
+
 /// When a key minted at `now` expires: `ttl` seconds (default when absent
 /// or not positive), clamped to `max`; saturating, never wrapping.
 pub fn key_expiry(now: i64, ttl: Option<i64>, default: i64, max: i64) -> i64 {
@@ -320,6 +331,20 @@ pub fn reinforcement_name(name: &str) -> Result<String, String> {
 mod tests {
     use super::*;
     use CardStatus::*;
+
+    #[test]
+    fn a_redeem_joins_only_the_room_its_key_names() {
+        let cases: &[(Option<i64>, Option<i64>, Result<Option<i64>, i64>)] = &[
+            (Some(7), None, Ok(Some(7))),
+            (Some(7), Some(7), Ok(Some(7))),
+            (None, None, Ok(None)),
+            (Some(7), Some(8), Err(8)),
+            (None, Some(8), Err(8)),
+        ];
+        for &(key, asked, want) in cases {
+            assert_eq!(redeem_room(key, asked), want, "key {key:?} asked {asked:?}");
+        }
+    }
 
     #[test]
     fn key_expiry_defaults_and_clamps() {

@@ -317,11 +317,19 @@ where
             }),
         );
     }
-    spawn(
-        &mut set,
-        "heartbeat",
-        Box::pin(tasks::heartbeat::run(client.clone(), cfg.timings.clone())),
-    );
+    {
+        // A turn holds the agent for its whole length: taken = working.
+        let agent = agent.clone();
+        spawn(
+            &mut set,
+            "heartbeat",
+            Box::pin(tasks::heartbeat::run(
+                client.clone(),
+                cfg.timings.clone(),
+                move || agent.try_lock().is_err(),
+            )),
+        );
+    }
     // The hook-status lane of the home's workers (observability only).
     let runtime = hoop_guards::lane::runtime_dir(&home);
     if let Some((listener, addr)) = tasks::hook_status::bind(&runtime, &home.name).await {

@@ -1080,7 +1080,13 @@ mod tests {
         };
         let rows: Vec<(E, bool)> = vec![
             (E::Transport("reset".into()), true),
-            (E::RateLimited { retry_after: None }, true),
+            (
+                E::RateLimited {
+                    retry_after: None,
+                    message: String::new(),
+                },
+                true,
+            ),
             (
                 E::Unauthorized {
                     message: "expired".into(),

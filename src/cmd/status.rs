@@ -62,7 +62,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         Err(e) => status::wire(
             &mut report,
-            Err(format!("{e:#}")),
+            Err(hoop_api::error::render_chain(e.as_ref())),
             manager,
             &hoop_provision::service::DryRunner::default(),
             uid,

@@ -175,7 +175,10 @@ async fn spawn(a: SpawnArgs) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => {
-            let why = format!("the worker could not start: {e:#}");
+            let why = format!(
+                "the worker could not start: {}",
+                hoop_api::error::render_chain(e.as_ref())
+            );
             let _ = client
                 .finish_task(room, card.id, &worker::failed_finish(&why))
                 .await;

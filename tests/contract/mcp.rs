@@ -104,7 +104,7 @@ async fn the_301st_call_in_a_minute_is_429_with_retry_after_60() {
             .unwrap_or_else(|e| panic!("call {i}: {e}"));
     }
     match mcp.list_tools().await {
-        Err(Error::RateLimited { retry_after }) => {
+        Err(Error::RateLimited { retry_after, .. }) => {
             assert_eq!(retry_after, Some(Duration::from_secs(MCP_RETRY_AFTER_SECS)))
         }
         other => panic!("{other:?}"),
@@ -164,9 +164,11 @@ async fn refused_tool_calls_are_the_same_typed_errors_as_rest() {
         .await
     {
         Err(Error::Gap {
-            latest_id, unread, ..
+            latest_id,
+            unread_count,
+            ..
         }) => {
-            assert_eq!((latest_id, unread[0].id), (newer.id, newer.id))
+            assert_eq!((latest_id, unread_count), (newer.id, 1))
         }
         other => panic!("{other:?}"),
     }
@@ -289,4 +291,77 @@ async fn chat_send_text_gates_as_production_does() {
         .await
         .unwrap();
     assert_eq!(m.body, "the chart");
+}
+
+/// Production's MCP layer answers a refusal as text, "HOOP 后端拒绝(<status>):
+/// <words>" (seed 002 L51); the reference backend does the same, and the
+/// client reads it into the typed errors a REST call gives: a window the
+/// backend does not know is `NotFound` `window_not_found` (so the bridge
+/// registers again, seed 002 L21), a refused claim leaves its orphan's
+/// `task_id` (L21), `agent_busy` keeps its code.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refusals_are_production_text_read_as_typed_errors() {
+    use hoop_api::types::mcp::{WindowSyncArgs, WorkTaskStartArgs};
+    use hoop_api::types::{Card, WindowSync, codes};
+
+    let env = Env::start().await;
+    let (u, mcp) = helper(&env).await;
+    let ann = env.user("ann", false).await;
+    let room = env.room("ops", &[u.id, ann.id]).await;
+    // The wire: text only, in production's form.
+    let raw = mcp
+        .call_tool(
+            tools::WINDOW_SYNC,
+            serde_json::json!({"window_id": "w-unknown"}),
+        )
+        .await
+        .unwrap();
+    assert!(raw.is_error);
+    assert_eq!(raw.structured, None, "no structured body");
+    assert!(
+        raw.text()
+            .starts_with("HOOP 后端拒绝(404):window_not_found"),
+        "{}",
+        raw.text()
+    );
+    match mcp
+        .call::<_, WindowSync>(
+            tools::WINDOW_SYNC,
+            &WindowSyncArgs {
+                window_id: "w-unknown".into(),
+            },
+        )
+        .await
+    {
+        Err(Error::NotFound { code, .. }) => assert_eq!(code, codes::WINDOW_NOT_FOUND),
+        other => panic!("{other:?}"),
+    }
+    let start = |title: &str| WorkTaskStartArgs {
+        conversation_id: room.id,
+        title: title.into(),
+        ..Default::default()
+    };
+    let first: Card = mcp
+        .call(tools::WORK_TASK_START, &start("first"))
+        .await
+        .unwrap();
+    match mcp
+        .call::<_, Card>(tools::WORK_TASK_START, &start("second"))
+        .await
+    {
+        Err(Error::Orphaned { task_id, code, .. }) => {
+            assert_eq!(code, codes::AGENT_BUSY);
+            assert_ne!(task_id, first.id, "the orphan is the new card");
+            let cards = env
+                .admin
+                .cards(&hoop_api::admin::AdminCardQuery {
+                    id: Some(task_id),
+                    ..Default::default()
+                })
+                .await
+                .unwrap();
+            assert_eq!(cards[0].title, "second", "task_id names the queued orphan");
+        }
+        other => panic!("{other:?}"),
+    }
 }

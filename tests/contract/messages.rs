@@ -306,7 +306,7 @@ async fn sixty_text_messages_per_calendar_minute_then_rate_limited() {
         .await
         .unwrap();
     let retry = match a.client.send(room.id, &text("one too many")).await {
-        Err(Error::RateLimited { retry_after }) => retry_after.expect("a retry hint").as_secs(),
+        Err(Error::RateLimited { retry_after, .. }) => retry_after.expect("a retry hint").as_secs(),
         other => panic!("{other:?}"),
     };
     assert!((1..=60).contains(&retry), "{retry}");

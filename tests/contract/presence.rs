@@ -98,3 +98,42 @@ async fn usage_is_a_cumulative_upsert_and_a_card_costs_end_minus_start() {
     let v = serde_json::to_value(UsageReport::default()).unwrap();
     assert_eq!(v["tokens_in"], serde_json::Value::Null);
 }
+
+/// A heartbeat carries the idle state (seed 002 L57, L19 step 7): the
+/// reference backend records what a beat reports, and a beat that reports
+/// nothing keeps the last state.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_heartbeat_records_idle_or_working() {
+    use hoop_api::types::{AgentState, HeartbeatRequest};
+    let env = Env::start().await;
+    let a = env.agent("bolt").await;
+    let b = env.agent("cole").await;
+    let state = |list: &[hoop_api::types::Presence], id| {
+        list.iter().find(|p| p.user_id == id).and_then(|p| p.state)
+    };
+    let beat = |s| HeartbeatRequest {
+        conversation_id: None,
+        state: s,
+    };
+    a.client.heartbeat().await.unwrap();
+    assert_eq!(state(&a.client.presence().await.unwrap(), a.user.id), None);
+    a.client
+        .beat(&beat(Some(AgentState::Working)))
+        .await
+        .unwrap();
+    b.client.beat(&beat(Some(AgentState::Idle))).await.unwrap();
+    let list = a.client.presence().await.unwrap();
+    assert_eq!(state(&list, a.user.id), Some(AgentState::Working));
+    assert_eq!(state(&list, b.user.id), Some(AgentState::Idle));
+    a.client.beat(&beat(Some(AgentState::Idle))).await.unwrap();
+    assert_eq!(
+        state(&a.client.presence().await.unwrap(), a.user.id),
+        Some(AgentState::Idle)
+    );
+    // A plain beat reports nothing: the last state stays.
+    a.client.heartbeat().await.unwrap();
+    assert_eq!(
+        state(&a.client.presence().await.unwrap(), a.user.id),
+        Some(AgentState::Idle)
+    );
+}

@@ -80,7 +80,7 @@ async fn item7_an_unwritable_root_is_refused_before_the_backend_and_the_key_stil
     assert!(
         stderr.contains(&format!(
             "cannot write a home under {} (Not a directory (os error 20)); nothing was redeemed \
-             and the key is still usable: make {} writable by this user (or point HOOP_ROOT \
+             and the key was not spent: make {} writable by this user (or point HOOP_ROOT \
              elsewhere), then redeem again",
             bad_root.display(),
             bad_root.display()
@@ -310,7 +310,7 @@ async fn the_readme_walk_from_an_empty_home_to_a_second_redeem_after_a_failure()
     let out = run(&bin, &redeem, &env).await;
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
     assert!(
-        text(&out.stderr).contains("nothing was redeemed and the key is still usable"),
+        text(&out.stderr).contains("nothing was redeemed and the key was not spent"),
         "{}",
         text(&out.stderr)
     );

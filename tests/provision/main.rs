@@ -13,6 +13,7 @@ use hoop_api::admin::{AdminClient, CreateProvisionKey, FaultPoint, ProvisionKind
 use hoop_core::home::{Home, HomeConfig};
 use hoop_refbackend::{Config, Running};
 
+mod errors;
 mod first_day;
 
 struct World {

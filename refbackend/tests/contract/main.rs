@@ -10,6 +10,7 @@ mod conn;
 mod events;
 mod mcp;
 mod messages;
+mod oracles;
 mod presence_usage;
 mod provision;
 mod reinforce;

@@ -172,8 +172,8 @@ async fn a_refused_redeem_leaves_the_key_usable() {
         (json!({"key": k, "name": "bolt"}), 409, "conflict"),
         (
             json!({"key": k, "name": "nova", "conversation_id": 999}),
-            404,
-            "not_found",
+            403,
+            "forbidden",
         ),
         (json!({"key": k, "name": "../evil"}), 400, "bad_request"),
         (
@@ -199,24 +199,69 @@ async fn a_refused_redeem_leaves_the_key_usable() {
     assert_eq!((bad.status, bad.code()), (403, "key_invalid"));
 }
 
+/// A key joins only the room it names (issue 19 item 7): naming another
+/// room, or any room with a key that names none, is refused before anything
+/// is written, and the key still redeems afterwards.
 #[tokio::test]
-async fn the_request_room_is_joined_rather_than_the_keys() {
+async fn a_key_joins_only_the_room_it_names_and_a_request_for_another_spends_nothing() {
     let srv = Srv::start().await;
     let ann = srv.user("ann", false).await;
     let keys_room = srv.room("a", &[&ann], true).await;
-    let asked = srv.room("b", &[&ann], true).await;
-    let k = key(&srv, ProvisionKind::Sentinel, Some(keys_room.id)).await;
+    let other = srv.room("b", &[&ann], true).await;
+    let ann_t = srv.login(&ann).await;
+    for key_room in [Some(keys_room.id), None] {
+        let k = key(&srv, ProvisionKind::Sentinel, key_room).await;
+        let name = if key_room.is_some() { "nova" } else { "vega" };
+        let r = redeem(
+            &srv,
+            json!({"key": k, "name": name, "conversation_id": other.id}),
+        )
+        .await;
+        assert_eq!(
+            (r.status, r.code()),
+            (403, "forbidden"),
+            "key for {key_room:?}: {}",
+            r.body
+        );
+        assert!(
+            !usernames(&srv).await.contains(&name.to_string()),
+            "no account"
+        );
+        assert_eq!(
+            member_ids(&srv, other.id, &ann_t).await,
+            vec![ann.id],
+            "no join"
+        );
+        // The key is unspent: it redeems, into its own room only.
+        let r = redeem(&srv, json!({"key": k, "name": name})).await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        assert_eq!(r.body["conversation_id"], json!(key_room));
+        let id = r.body["user"]["id"].as_i64().unwrap();
+        assert!(!member_ids(&srv, other.id, &ann_t).await.contains(&id));
+        assert_eq!(
+            member_ids(&srv, keys_room.id, &ann_t).await.contains(&id),
+            key_room.is_some()
+        );
+    }
+}
+
+/// Must not fire: a request that repeats the key's own room is served.
+#[tokio::test]
+async fn a_request_naming_the_keys_own_room_joins_it() {
+    let srv = Srv::start().await;
+    let ann = srv.user("ann", false).await;
+    let room = srv.room("a", &[&ann], true).await;
+    let k = key(&srv, ProvisionKind::Sentinel, Some(room.id)).await;
     let r = redeem(
         &srv,
-        json!({"key": k, "name": "nova", "conversation_id": asked.id}),
+        json!({"key": k, "name": "nova", "conversation_id": room.id}),
     )
     .await;
     assert_eq!(r.status, 200, "{}", r.body);
-    assert_eq!(r.body["conversation_id"], asked.id);
-    let ann_t = srv.login(&ann).await;
+    assert_eq!(r.body["conversation_id"], room.id);
     let id = r.body["user"]["id"].as_i64().unwrap();
-    assert!(member_ids(&srv, asked.id, &ann_t).await.contains(&id));
-    assert!(!member_ids(&srv, keys_room.id, &ann_t).await.contains(&id));
+    let ann_t = srv.login(&ann).await;
+    assert!(member_ids(&srv, room.id, &ann_t).await.contains(&id));
 }
 
 #[tokio::test]

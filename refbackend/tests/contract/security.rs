@@ -217,7 +217,7 @@ async fn security_table() {
                 assign(eves.id),
                 json!({"title": "filler", "parent_id": in_room.id}),
             ),
-            expect: Expect::Refused(403, codes::FORBIDDEN),
+            expect: Expect::Refused(404, codes::NOT_FOUND),
             yet: Some(post(
                 Actor::Bolt,
                 assign(room.id),

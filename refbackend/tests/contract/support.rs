@@ -150,7 +150,9 @@ impl Srv {
         .await
     }
 
-    /// `tools/call` → (isError, structuredContent).
+    /// `tools/call` → (isError, structuredContent). A refusal is
+    /// production's text form only (seed 002 L51); it is given back as the
+    /// `ErrorBody` it reads as (`hoop_api::mcp::parse_refusal_text`).
     pub async fn tool(&self, key: &str, name: &str, args: Value) -> (bool, Value) {
         let r = self
             .mcp(
@@ -161,9 +163,13 @@ impl Srv {
             .await;
         assert_eq!(r.status, 200, "{name}: {}", r.body);
         let res = &r.body["result"];
-        let text: Value =
-            serde_json::from_str(res["content"][0]["text"].as_str().expect("text content"))
-                .expect("text content is JSON");
+        let said = res["content"][0]["text"].as_str().expect("text content");
+        if res["isError"] == json!(true) {
+            assert_eq!(res.get("structuredContent"), None, "a refusal is text only");
+            let (_, eb) = hoop_api::mcp::parse_refusal_text(said).expect("production's text form");
+            return (true, serde_json::to_value(eb).unwrap());
+        }
+        let text: Value = serde_json::from_str(said).expect("text content is JSON");
         assert_eq!(text, res["structuredContent"], "text and structured agree");
         (
             res["isError"].as_bool().expect("isError"),

@@ -407,6 +407,7 @@ mod tests {
                 "429",
                 Err(Error::RateLimited {
                     retry_after: Some(Duration::from_secs(5)),
+                    message: String::new(),
                 }),
                 Verdict::Retry,
             ),
