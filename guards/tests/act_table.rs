@@ -79,7 +79,7 @@ const FAMILIES: [(&str, &[&str]); 8] = [
         &["database", "device", "discard", "force-push", "vital-path"],
     ),
     ("steal", &["secrets"]),
-    ("rm", &["rm"]),
+    ("rm", &["rm", "mass-delete"]),
     ("rsync-delete", &["rsync"]),
     ("git-add-all", &["git-add"]),
     ("stash-pop", &["stash"]),

@@ -10,6 +10,8 @@
 //! [`ActConfig::load`] is the only place that reads configuration.
 
 mod config;
+mod force_push;
+mod mass_delete;
 mod rules;
 mod shell;
 mod sql;

@@ -3,20 +3,22 @@
 //! sent back to the parser, and then each named rule looks at the argv.
 
 use super::config::{FASTLANE_SAFE_LANES, RELEASE_HARMLESS_WORDS};
+use super::force_push;
+use super::mass_delete;
 use super::shell::{Analyser, Cmd, Flow, Word};
 use super::sql;
 use super::wrappers::{self, Peeled};
 use super::{Block, Rule};
 
 /// A rule's finding on one command, before arming is considered.
-struct Hit {
-    rule: Rule,
-    why: String,
-    instead: String,
+pub(super) struct Hit {
+    pub(super) rule: Rule,
+    pub(super) why: String,
+    pub(super) instead: String,
 }
 
 impl Hit {
-    fn new(rule: Rule, why: impl Into<String>, instead: impl Into<String>) -> Hit {
+    pub(super) fn new(rule: Rule, why: impl Into<String>, instead: impl Into<String>) -> Hit {
         Hit {
             rule,
             why: why.into(),
@@ -52,7 +54,7 @@ pub(crate) fn run(a: &mut Analyser<'_>, cmd: &Cmd, input: Flow) -> Flow {
     exec(a, cmd, &cmd.words, &input, stdin.as_deref())
 }
 
-fn base(w: &Word) -> &str {
+pub(super) fn base(w: &Word) -> &str {
     let t = w.text.as_str();
     let t = t.trim_start_matches('\\');
     t.rsplit('/').next().unwrap_or(t)
@@ -245,6 +247,20 @@ fn xargs(a: &mut Analyser<'_>, cmd: &Cmd, words: &[Word], input: &Flow) -> Flow 
     } else {
         items
     };
+    // A list that comes from `find` or from nobody knows where: every item
+    // is removed, like `find -delete`. Literal text (`echo a.o | xargs rm`)
+    // names its files like `rm a.o` does.
+    if (input.items.is_some() || input.text.is_none())
+        && let Some(h) = mass_delete::verdict(a, sub, &items, "xargs")
+    {
+        a.block(Block {
+            rule: h.rule,
+            command: cmd.span.clone(),
+            why: h.why,
+            instead: h.instead,
+        });
+        return Flow::default();
+    }
     let inner = Flow {
         secret: input.secret,
         ..Flow::default()
@@ -372,7 +388,7 @@ fn dispatch(
 }
 
 /// The first finding of the highest-priority armed rule.
-fn pick(a: &Analyser<'_>, mut hits: Vec<Hit>) -> Option<Hit> {
+pub(super) fn pick(a: &Analyser<'_>, mut hits: Vec<Hit>) -> Option<Hit> {
     for rule in Rule::ALL {
         if !a.cfg.rules.contains(rule) {
             continue;
@@ -757,6 +773,10 @@ fn find(a: &mut Analyser<'_>, cmd: &Cmd, argv: &[Word]) -> Vec<Word> {
     if roots.is_empty() {
         roots.push(Word::lit("."));
     }
+    let roots: Vec<Word> = roots
+        .iter()
+        .map(|r| mass_delete::scratch_root(a, r))
+        .collect();
     while j < argv.len() {
         let t = argv[j].text.as_str();
         if t == "-delete" {
@@ -778,6 +798,15 @@ fn find(a: &mut Analyser<'_>, cmd: &Cmd, argv: &[Word]) -> Vec<Word> {
                 end += 1;
             }
             let sub = &argv[start..end.min(argv.len())];
+            if let Some(h) = mass_delete::verdict(a, sub, &roots, "find … -exec") {
+                a.block(Block {
+                    rule: h.rule,
+                    command: cmd.span.clone(),
+                    why: h.why,
+                    instead: h.instead,
+                });
+                return roots;
+            }
             for root in &roots {
                 let replaced: Vec<Word> = sub
                     .iter()
@@ -808,7 +837,7 @@ fn find(a: &mut Analyser<'_>, cmd: &Cmd, argv: &[Word]) -> Vec<Word> {
 
 /// Where a removal target lies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Place {
+pub(super) enum Place {
     /// `/`, a home directory, or a system directory.
     Vital,
     /// Strictly inside a system temp dir.
@@ -843,7 +872,7 @@ fn rm(a: &mut Analyser<'_>, argv: &[Word], hits: &mut Vec<Hit>, _via: Option<&st
     }
 }
 
-fn rm_targets(a: &Analyser<'_>, targets: &[Word], how: &str, hits: &mut Vec<Hit>) {
+pub(super) fn rm_targets(a: &Analyser<'_>, targets: &[Word], how: &str, hits: &mut Vec<Hit>) {
     for t in targets {
         let shown = if t.text.is_empty() {
             "(unknown paths)"
@@ -907,7 +936,7 @@ const TEMP_DIRS: &[&[&str]] = &[
     &["private", "var", "tmp"],
 ];
 
-fn place(a: &Analyser<'_>, w: &Word) -> Place {
+pub(super) fn place(a: &Analyser<'_>, w: &Word) -> Place {
     place_text(a, &w.text, 0)
 }
 
@@ -1302,7 +1331,7 @@ fn push(a: &Analyser<'_>, rest: &[Word], hits: &mut Vec<Hit>) {
             // A rehearsal: nothing is sent.
             return;
         }
-        if t == "--force" || t == "--mirror" {
+        if t == "--force" || t == "--mirror" || force_push::is_lease_option(t) {
             force = true;
             if t == "--mirror" {
                 all = true;
