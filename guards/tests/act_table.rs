@@ -76,7 +76,14 @@ fn verdict_table() {
 const FAMILIES: [(&str, &[&str]); 8] = [
     (
         "destroy",
-        &["database", "device", "discard", "force-push", "vital-path"],
+        &[
+            "database",
+            "device",
+            "discard",
+            "force-push",
+            "vital-path",
+            "overwrite",
+        ],
     ),
     ("steal", &["secrets"]),
     ("rm", &["rm", "mass-delete"]),

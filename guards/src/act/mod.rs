@@ -12,6 +12,7 @@
 mod config;
 mod force_push;
 mod mass_delete;
+mod overwrite;
 mod rules;
 mod shell;
 mod sql;

@@ -5,6 +5,7 @@
 use super::config::{FASTLANE_SAFE_LANES, RELEASE_HARMLESS_WORDS};
 use super::force_push;
 use super::mass_delete;
+use super::overwrite;
 use super::shell::{Analyser, Cmd, Flow, Word};
 use super::sql;
 use super::wrappers::{self, Peeled};
@@ -338,6 +339,10 @@ fn dispatch(
     match name {
         "rm" => rm(a, argv, &mut hits, None),
         "dd" => dd(argv, &mut hits),
+        _ => {}
+    }
+    match name {
+        n if overwrite::handles(n) => hits.extend(overwrite::verdict(a, n, argv)),
         n if n.starts_with("mkfs") || n == "mke2fs" || n == "newfs" || n == "wipefs" => {
             mkfs(n, argv, &mut hits)
         }
