@@ -83,6 +83,7 @@ const FAMILIES: [(&str, &[&str]); 8] = [
             "force-push",
             "vital-path",
             "overwrite",
+            "history",
         ],
     ),
     ("steal", &["secrets"]),

@@ -11,6 +11,7 @@
 
 mod config;
 mod force_push;
+mod history;
 mod mass_delete;
 mod overwrite;
 mod rules;

@@ -4,6 +4,7 @@
 
 use super::config::{FASTLANE_SAFE_LANES, RELEASE_HARMLESS_WORDS};
 use super::force_push;
+use super::history;
 use super::mass_delete;
 use super::overwrite;
 use super::shell::{Analyser, Cmd, Flow, Word};
@@ -1110,6 +1111,9 @@ fn git(a: &Analyser<'_>, argv: &[Word], hits: &mut Vec<Hit>) {
                 || (t.starts_with('-') && !t.starts_with("--") && t[1..].contains(short))
         })
     };
+    if !in_temp_repo(a, argv) {
+        hits.extend(history::verdict(&sub.text, rest));
+    }
     match sub.text.as_str() {
         // `git stage` is `git add`.
         "add" | "stage" if add_takes_all(rest) => hits.push(Hit::new(
