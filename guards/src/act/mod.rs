@@ -10,6 +10,7 @@
 //! [`ActConfig::load`] is the only place that reads configuration.
 
 mod config;
+mod disks;
 mod force_push;
 mod history;
 mod mass_delete;

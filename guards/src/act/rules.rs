@@ -3,6 +3,7 @@
 //! sent back to the parser, and then each named rule looks at the argv.
 
 use super::config::{FASTLANE_SAFE_LANES, RELEASE_HARMLESS_WORDS};
+use super::disks;
 use super::force_push;
 use super::history;
 use super::mass_delete;
@@ -31,8 +32,6 @@ impl Hit {
 
 const INSTEAD_RM: &str = "delete the specific files by name without -r, or move the directory under /tmp and remove it there; if a whole tree really must go, ask a human";
 const INSTEAD_RM_ROOT: &str = "never remove the root, a home directory or a system directory; name the exact files you created";
-const INSTEAD_DEVICE: &str =
-    "write to a regular image file; writing to block devices is for a human at the console";
 const INSTEAD_PUSH: &str = "push to your own branch (or use --force-with-lease on a branch only you use); protected branches move only through review";
 const INSTEAD_DISCARD: &str = "the work tree is shared: keep uncommitted work (commit it, or `git stash push -m <note>`), and revert only files you changed yourself with `git diff` + a targeted edit";
 const INSTEAD_SQL: &str =
@@ -52,6 +51,16 @@ const SHELLS: &[&str] = &[
 
 /// Entry point from the walker.
 pub(crate) fn run(a: &mut Analyser<'_>, cmd: &Cmd, input: Flow) -> Flow {
+    let first = cmd.words.iter().find(|w| !is_assignment(w));
+    if let Some(h) = disks::redirect(&cmd.out_files, first).and_then(|h| pick(a, vec![h])) {
+        a.block(Block {
+            rule: h.rule,
+            command: cmd.span.clone(),
+            why: h.why,
+            instead: h.instead,
+        });
+        return Flow::default();
+    }
     let stdin = cmd.stdin_text.clone().or_else(|| input.text.clone());
     exec(a, cmd, &cmd.words, &input, stdin.as_deref())
 }
@@ -339,14 +348,11 @@ fn dispatch(
     let mut hits = Vec::new();
     match name {
         "rm" => rm(a, argv, &mut hits, None),
-        "dd" => dd(argv, &mut hits),
         _ => {}
     }
+    hits.extend(disks::verdict(name, argv));
     match name {
         n if overwrite::handles(n) => hits.extend(overwrite::verdict(a, n, argv)),
-        n if n.starts_with("mkfs") || n == "mke2fs" || n == "newfs" || n == "wipefs" => {
-            mkfs(n, argv, &mut hits)
-        }
         "git" => git(a, argv, &mut hits),
         "rsync" => rsync(argv, &mut hits),
         "flutter" => flutter(argv, &mut hits),
@@ -1051,31 +1057,6 @@ fn effective(comps: &[String]) -> &[String] {
         }
     }
     &comps[..n]
-}
-
-fn dd(argv: &[Word], hits: &mut Vec<Hit>) {
-    for w in &argv[1..] {
-        if let Some(dev) = w.text.strip_prefix("of=/dev/")
-            && !matches!(dev, "null" | "zero" | "stdout" | "stderr" | "tty")
-            && !dev.starts_with("fd/")
-        {
-            hits.push(Hit::new(
-                Rule::Destroy,
-                format!("dd writes straight onto the device /dev/{dev}"),
-                INSTEAD_DEVICE,
-            ));
-        }
-    }
-}
-
-fn mkfs(name: &str, argv: &[Word], hits: &mut Vec<Hit>) {
-    if let Some(dev) = argv[1..].iter().find(|w| w.text.starts_with("/dev/")) {
-        hits.push(Hit::new(
-            Rule::Destroy,
-            format!("{name} formats the device {}", dev.text),
-            INSTEAD_DEVICE,
-        ));
-    }
 }
 
 // ------------------------------------------------------------ git
