@@ -1512,7 +1512,7 @@ fn sql_client(name: &str, argv: &[Word], stdin: Option<&str>, hits: &mut Vec<Hit
             ));
         }
     }
-    if let Some(why) = sql::drop_tool(name, argv) {
+    if let Some(why) = sql::drop_tool(name, argv, stdin) {
         hits.push(Hit::new(Rule::Destroy, why, INSTEAD_SQL));
     }
 }
