@@ -345,13 +345,13 @@ fn dispatch(
     if a.hit.is_some() {
         return Flow::default();
     }
+    // Every family's verdict on this argv, in one place (`pick` orders
+    // them by rule); find -exec / xargs deletion and the block-device
+    // redirections are judged where the list and the redirection are known.
     let mut hits = Vec::new();
-    match name {
-        "rm" => rm(a, argv, &mut hits, None),
-        _ => {}
-    }
     hits.extend(disks::verdict(name, argv));
     match name {
+        "rm" => rm(a, argv, &mut hits, None),
         n if overwrite::handles(n) => hits.extend(overwrite::verdict(a, n, argv)),
         "git" => git(a, argv, &mut hits),
         "rsync" => rsync(argv, &mut hits),
