@@ -8,6 +8,7 @@
 
 use super::rules::{Hit, Place, base, place, rm_targets};
 use super::shell::{Analyser, Word};
+use super::wrappers::{self, Peeled};
 
 /// Commands that remove the files named on their command line.
 const DELETERS: &[&str] = &["rm", "unlink"];
@@ -16,6 +17,14 @@ const DELETERS: &[&str] = &["rm", "unlink"];
 /// every path of `items`; None when `sub` removes nothing or the items are
 /// all scratch.
 pub(super) fn verdict(a: &Analyser<'_>, sub: &[Word], items: &[Word], via: &str) -> Option<Hit> {
+    // `xargs sudo rm`, `-exec nice rm {} +`: the wrappers pass the argv on.
+    let mut sub = sub;
+    while let Some(first) = sub.first() {
+        match wrappers::peel(sub, base(first)) {
+            Peeled::At(k) if k > 0 && k <= sub.len() => sub = &sub[k..],
+            _ => break,
+        }
+    }
     let name = sub.first().map(base)?;
     if !DELETERS.contains(&name) {
         return None;
