@@ -255,6 +255,21 @@ fn absurd_nesting_is_refused_unchecked_never_crashes() {
 }
 
 #[test]
+fn blanks_before_broken_input_keep_the_verdict() {
+    // tree-sitter's error recovery once read `  \ && -exec find -delete`
+    // (blanks first) as `find -delete` and the unpadded text as `-exec …`.
+    let cfg = ActConfig::default();
+    let bare = "\\ && -exec find -delete rm rm";
+    for pad in ["", " ", "  ", "\t", " \t "] {
+        assert_eq!(
+            verdict_name(&act::check(&format!("{pad}{bare}"), &cfg)),
+            verdict_name(&act::check(bare, &cfg)),
+            "{pad:?}"
+        );
+    }
+}
+
+#[test]
 fn unparsable_is_allowed_but_reported() {
     let cfg = ActConfig::default();
     assert!(matches!(act::check("ls (", &cfg), Verdict::Unparsed(_)));

@@ -155,6 +155,10 @@ pub(crate) fn analyse(text: &str, cfg: &ActConfig) -> Verdict {
 impl<'c> Analyser<'c> {
     /// Analyse `text` as shell code (one nesting level deeper).
     pub fn shell(&mut self, text: &str) {
+        // Blanks before the first word mean nothing to bash, but they move
+        // tree-sitter's error recovery on broken input (`  \ && x` parses
+        // differently from `\ && x`): the verdict must not depend on them.
+        let text = text.trim_start_matches([' ', '\t']);
         if self.hit.is_some() || text.trim().is_empty() {
             return;
         }
