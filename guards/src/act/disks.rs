@@ -143,11 +143,15 @@ fn options(argv: &[Word]) -> impl Iterator<Item = &str> {
 /// Does a short-option cluster or a long option among `argv` say `short` /
 /// `long`?
 fn has_flag(argv: &[Word], short: char, long: &str) -> bool {
-    options(argv).any(|t| {
-        t == long
-            || t.strip_prefix(long).is_some_and(|r| r.starts_with('='))
-            || (!t.starts_with("--") && t[1..].contains(short))
-    })
+    options(argv).any(|t| is_long(t, long) || (!t.starts_with("--") && t[1..].contains(short)))
+}
+
+/// Is `opt` (with or without `=VALUE`) the long option `long` or a prefix
+/// of it, as GNU getopt reads it (`--al` is `--all`)? An ambiguous prefix
+/// makes the tool refuse to run, so counting it is harmless.
+pub(super) fn is_long(opt: &str, long: &str) -> bool {
+    let name = opt.split_once('=').map_or(opt, |(n, _)| n);
+    name.len() > 2 && name.starts_with("--") && long.starts_with(name)
 }
 
 fn first_disk(argv: &[Word]) -> Option<&str> {

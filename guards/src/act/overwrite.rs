@@ -9,6 +9,7 @@
 //! worth keeping cannot be told from the command text: blocking it would
 //! block `make > build.log` and `dd if=/dev/zero of=disk.img` alike.
 
+use super::disks::is_long;
 use super::rules::{Hit, Place, place};
 use super::shell::{Analyser, Word};
 
@@ -84,12 +85,12 @@ fn truncate_targets(argv: &[Word]) -> Vec<Word> {
             files.push(argv[k].clone());
         } else if t == "--" {
             after = true;
-        } else if t == "-s" || t == "--size" {
+        } else if t == "-s" || (is_long(t, "--size") && !t.contains('=')) {
             size = argv.get(k + 1).map(|w| w.text.clone());
             k += 1;
-        } else if let Some(s) = t.strip_prefix("--size=") {
-            size = Some(s.to_string());
-        } else if matches!(t, "-r" | "--reference") {
+        } else if is_long(t, "--size") {
+            size = t.split_once('=').map(|(_, v)| v.to_string());
+        } else if t == "-r" || (is_long(t, "--reference") && !t.contains('=')) {
             k += 1;
         } else if !t.starts_with("--") {
             // A cluster such as `-cs0`: `s` takes the rest as its value.
