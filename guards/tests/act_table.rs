@@ -76,10 +76,18 @@ fn verdict_table() {
 const FAMILIES: [(&str, &[&str]); 8] = [
     (
         "destroy",
-        &["database", "device", "discard", "force-push", "vital-path"],
+        &[
+            "database",
+            "device",
+            "discard",
+            "force-push",
+            "vital-path",
+            "overwrite",
+            "history",
+        ],
     ),
     ("steal", &["secrets"]),
-    ("rm", &["rm"]),
+    ("rm", &["rm", "mass-delete"]),
     ("rsync-delete", &["rsync"]),
     ("git-add-all", &["git-add"]),
     ("stash-pop", &["stash"]),
@@ -244,6 +252,21 @@ fn absurd_nesting_is_refused_unchecked_never_crashes() {
     assert!(matches!(act::check(&deep, &cfg), Verdict::Unchecked(_)));
     let ok = format!("{}ls", "eval ".repeat(3));
     assert_eq!(act::check(&ok, &cfg), Verdict::Allow);
+}
+
+#[test]
+fn blanks_before_broken_input_keep_the_verdict() {
+    // tree-sitter's error recovery once read `  \ && -exec find -delete`
+    // (blanks first) as `find -delete` and the unpadded text as `-exec …`.
+    let cfg = ActConfig::default();
+    let bare = "\\ && -exec find -delete rm rm";
+    for pad in ["", " ", "  ", "\t", " \t "] {
+        assert_eq!(
+            verdict_name(&act::check(&format!("{pad}{bare}"), &cfg)),
+            verdict_name(&act::check(bare, &cfg)),
+            "{pad:?}"
+        );
+    }
 }
 
 #[test]

@@ -10,6 +10,11 @@
 //! [`ActConfig::load`] is the only place that reads configuration.
 
 mod config;
+mod disks;
+mod force_push;
+mod history;
+mod mass_delete;
+mod overwrite;
 mod rules;
 mod shell;
 mod sql;
@@ -40,8 +45,11 @@ pub enum Rule {
     Release,
     /// Recursive removal outside the system temp dirs.
     Rm,
-    /// Irrecoverable damage: `rm -r /`, `dd of=/dev/…`, `mkfs`, force-push to
-    /// a protected branch, discarding uncommitted work, SQL `DROP`.
+    /// Irrecoverable damage: `rm -r /` (and `find -exec rm` / `xargs rm` over
+    /// vital roots), files shredded or truncated in place, disks wiped,
+    /// partitioned or written to, force-push (`--force-with-lease` too) to
+    /// a protected branch, history rewrites, discarding uncommitted work,
+    /// SQL `DROP` / `FLUSHALL` on a client's command line or stdin.
     Destroy,
     /// Secrets leaving the machine.
     Steal,

@@ -3,20 +3,25 @@
 //! sent back to the parser, and then each named rule looks at the argv.
 
 use super::config::{FASTLANE_SAFE_LANES, RELEASE_HARMLESS_WORDS};
+use super::disks;
+use super::force_push;
+use super::history;
+use super::mass_delete;
+use super::overwrite;
 use super::shell::{Analyser, Cmd, Flow, Word};
 use super::sql;
 use super::wrappers::{self, Peeled};
 use super::{Block, Rule};
 
 /// A rule's finding on one command, before arming is considered.
-struct Hit {
-    rule: Rule,
-    why: String,
-    instead: String,
+pub(super) struct Hit {
+    pub(super) rule: Rule,
+    pub(super) why: String,
+    pub(super) instead: String,
 }
 
 impl Hit {
-    fn new(rule: Rule, why: impl Into<String>, instead: impl Into<String>) -> Hit {
+    pub(super) fn new(rule: Rule, why: impl Into<String>, instead: impl Into<String>) -> Hit {
         Hit {
             rule,
             why: why.into(),
@@ -27,8 +32,6 @@ impl Hit {
 
 const INSTEAD_RM: &str = "delete the specific files by name without -r, or move the directory under /tmp and remove it there; if a whole tree really must go, ask a human";
 const INSTEAD_RM_ROOT: &str = "never remove the root, a home directory or a system directory; name the exact files you created";
-const INSTEAD_DEVICE: &str =
-    "write to a regular image file; writing to block devices is for a human at the console";
 const INSTEAD_PUSH: &str = "push to your own branch (or use --force-with-lease on a branch only you use); protected branches move only through review";
 const INSTEAD_DISCARD: &str = "the work tree is shared: keep uncommitted work (commit it, or `git stash push -m <note>`), and revert only files you changed yourself with `git diff` + a targeted edit";
 const INSTEAD_SQL: &str =
@@ -48,11 +51,21 @@ const SHELLS: &[&str] = &[
 
 /// Entry point from the walker.
 pub(crate) fn run(a: &mut Analyser<'_>, cmd: &Cmd, input: Flow) -> Flow {
+    let first = cmd.words.iter().find(|w| !is_assignment(w));
+    if let Some(h) = disks::redirect(&cmd.out_files, first).and_then(|h| pick(a, vec![h])) {
+        a.block(Block {
+            rule: h.rule,
+            command: cmd.span.clone(),
+            why: h.why,
+            instead: h.instead,
+        });
+        return Flow::default();
+    }
     let stdin = cmd.stdin_text.clone().or_else(|| input.text.clone());
     exec(a, cmd, &cmd.words, &input, stdin.as_deref())
 }
 
-fn base(w: &Word) -> &str {
+pub(super) fn base(w: &Word) -> &str {
     let t = w.text.as_str();
     let t = t.trim_start_matches('\\');
     t.rsplit('/').next().unwrap_or(t)
@@ -245,6 +258,20 @@ fn xargs(a: &mut Analyser<'_>, cmd: &Cmd, words: &[Word], input: &Flow) -> Flow 
     } else {
         items
     };
+    // A list that comes from `find` or from nobody knows where: every item
+    // is removed, like `find -delete`. Literal text (`echo a.o | xargs rm`)
+    // names its files like `rm a.o` does.
+    if (input.items.is_some() || input.text.is_none())
+        && let Some(h) = mass_delete::verdict(a, sub, &items, "xargs")
+    {
+        a.block(Block {
+            rule: h.rule,
+            command: cmd.span.clone(),
+            why: h.why,
+            instead: h.instead,
+        });
+        return Flow::default();
+    }
     let inner = Flow {
         secret: input.secret,
         ..Flow::default()
@@ -318,13 +345,14 @@ fn dispatch(
     if a.hit.is_some() {
         return Flow::default();
     }
+    // Every family's verdict on this argv, in one place (`pick` orders
+    // them by rule); find -exec / xargs deletion and the block-device
+    // redirections are judged where the list and the redirection are known.
     let mut hits = Vec::new();
+    hits.extend(disks::verdict(name, argv));
     match name {
         "rm" => rm(a, argv, &mut hits, None),
-        "dd" => dd(argv, &mut hits),
-        n if n.starts_with("mkfs") || n == "mke2fs" || n == "newfs" || n == "wipefs" => {
-            mkfs(n, argv, &mut hits)
-        }
+        n if overwrite::handles(n) => hits.extend(overwrite::verdict(a, n, argv)),
         "git" => git(a, argv, &mut hits),
         "rsync" => rsync(argv, &mut hits),
         "flutter" => flutter(argv, &mut hits),
@@ -372,7 +400,7 @@ fn dispatch(
 }
 
 /// The first finding of the highest-priority armed rule.
-fn pick(a: &Analyser<'_>, mut hits: Vec<Hit>) -> Option<Hit> {
+pub(super) fn pick(a: &Analyser<'_>, mut hits: Vec<Hit>) -> Option<Hit> {
     for rule in Rule::ALL {
         if !a.cfg.rules.contains(rule) {
             continue;
@@ -757,6 +785,10 @@ fn find(a: &mut Analyser<'_>, cmd: &Cmd, argv: &[Word]) -> Vec<Word> {
     if roots.is_empty() {
         roots.push(Word::lit("."));
     }
+    let roots: Vec<Word> = roots
+        .iter()
+        .map(|r| mass_delete::scratch_root(a, r))
+        .collect();
     while j < argv.len() {
         let t = argv[j].text.as_str();
         if t == "-delete" {
@@ -778,6 +810,15 @@ fn find(a: &mut Analyser<'_>, cmd: &Cmd, argv: &[Word]) -> Vec<Word> {
                 end += 1;
             }
             let sub = &argv[start..end.min(argv.len())];
+            if let Some(h) = mass_delete::verdict(a, sub, &roots, "find … -exec") {
+                a.block(Block {
+                    rule: h.rule,
+                    command: cmd.span.clone(),
+                    why: h.why,
+                    instead: h.instead,
+                });
+                return roots;
+            }
             for root in &roots {
                 let replaced: Vec<Word> = sub
                     .iter()
@@ -808,7 +849,7 @@ fn find(a: &mut Analyser<'_>, cmd: &Cmd, argv: &[Word]) -> Vec<Word> {
 
 /// Where a removal target lies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Place {
+pub(super) enum Place {
     /// `/`, a home directory, or a system directory.
     Vital,
     /// Strictly inside a system temp dir.
@@ -843,7 +884,7 @@ fn rm(a: &mut Analyser<'_>, argv: &[Word], hits: &mut Vec<Hit>, _via: Option<&st
     }
 }
 
-fn rm_targets(a: &Analyser<'_>, targets: &[Word], how: &str, hits: &mut Vec<Hit>) {
+pub(super) fn rm_targets(a: &Analyser<'_>, targets: &[Word], how: &str, hits: &mut Vec<Hit>) {
     for t in targets {
         let shown = if t.text.is_empty() {
             "(unknown paths)"
@@ -907,7 +948,7 @@ const TEMP_DIRS: &[&[&str]] = &[
     &["private", "var", "tmp"],
 ];
 
-fn place(a: &Analyser<'_>, w: &Word) -> Place {
+pub(super) fn place(a: &Analyser<'_>, w: &Word) -> Place {
     place_text(a, &w.text, 0)
 }
 
@@ -1018,31 +1059,6 @@ fn effective(comps: &[String]) -> &[String] {
     &comps[..n]
 }
 
-fn dd(argv: &[Word], hits: &mut Vec<Hit>) {
-    for w in &argv[1..] {
-        if let Some(dev) = w.text.strip_prefix("of=/dev/")
-            && !matches!(dev, "null" | "zero" | "stdout" | "stderr" | "tty")
-            && !dev.starts_with("fd/")
-        {
-            hits.push(Hit::new(
-                Rule::Destroy,
-                format!("dd writes straight onto the device /dev/{dev}"),
-                INSTEAD_DEVICE,
-            ));
-        }
-    }
-}
-
-fn mkfs(name: &str, argv: &[Word], hits: &mut Vec<Hit>) {
-    if let Some(dev) = argv[1..].iter().find(|w| w.text.starts_with("/dev/")) {
-        hits.push(Hit::new(
-            Rule::Destroy,
-            format!("{name} formats the device {}", dev.text),
-            INSTEAD_DEVICE,
-        ));
-    }
-}
-
 // ------------------------------------------------------------ git
 
 fn git(a: &Analyser<'_>, argv: &[Word], hits: &mut Vec<Hit>) {
@@ -1076,6 +1092,9 @@ fn git(a: &Analyser<'_>, argv: &[Word], hits: &mut Vec<Hit>) {
                 || (t.starts_with('-') && !t.starts_with("--") && t[1..].contains(short))
         })
     };
+    if !in_temp_repo(a, argv) {
+        hits.extend(history::verdict(&sub.text, rest));
+    }
     match sub.text.as_str() {
         // `git stage` is `git add`.
         "add" | "stage" if add_takes_all(rest) => hits.push(Hit::new(
@@ -1302,7 +1321,7 @@ fn push(a: &Analyser<'_>, rest: &[Word], hits: &mut Vec<Hit>) {
             // A rehearsal: nothing is sent.
             return;
         }
-        if t == "--force" || t == "--mirror" {
+        if t == "--force" || t == "--mirror" || force_push::is_lease_option(t) {
             force = true;
             if t == "--mirror" {
                 all = true;
@@ -1493,7 +1512,7 @@ fn sql_client(name: &str, argv: &[Word], stdin: Option<&str>, hits: &mut Vec<Hit
             ));
         }
     }
-    if let Some(why) = sql::drop_tool(name, argv) {
+    if let Some(why) = sql::drop_tool(name, argv, stdin) {
         hits.push(Hit::new(Rule::Destroy, why, INSTEAD_SQL));
     }
 }

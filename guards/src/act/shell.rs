@@ -155,6 +155,10 @@ pub(crate) fn analyse(text: &str, cfg: &ActConfig) -> Verdict {
 impl<'c> Analyser<'c> {
     /// Analyse `text` as shell code (one nesting level deeper).
     pub fn shell(&mut self, text: &str) {
+        // Blanks before the first word mean nothing to bash, but they move
+        // tree-sitter's error recovery on broken input (`  \ && x` parses
+        // differently from `\ && x`): the verdict must not depend on them.
+        let text = text.trim_start_matches([' ', '\t']);
         if self.hit.is_some() || text.trim().is_empty() {
             return;
         }
@@ -523,11 +527,13 @@ impl<'c> Analyser<'c> {
             Some(body) if body.kind() == "pipeline" => {
                 self.pipeline(body, src, input, stdin.as_deref())
             }
+            // A compound command or a bare redirection (`> f`, `{ …; } > f`):
+            // the files it writes are still written.
             Some(body) => {
                 self.walk(body, src);
-                Flow::default()
+                self.run_redirection_only(node, src, extra_out)
             }
-            None => Flow::default(),
+            None => self.run_redirection_only(node, src, extra_out),
         };
         // `$(…)` in an unquoted heredoc body runs whatever reads the body.
         for h in heredoc_nodes {
@@ -546,6 +552,20 @@ impl<'c> Analyser<'c> {
             }
         }
         out
+    }
+
+    /// The output files of a redirection that has no simple command of its
+    /// own, as a command without words.
+    fn run_redirection_only(&mut self, node: Node<'_>, src: &str, out_files: Vec<Word>) -> Flow {
+        if out_files.is_empty() {
+            return Flow::default();
+        }
+        let cmd = Cmd {
+            span: text(node, src).to_string(),
+            out_files,
+            ..Cmd::default()
+        };
+        self.run(&cmd, Flow::default())
     }
 
     /// Run one command: wrappers, nested shells, then the rules.

@@ -370,7 +370,9 @@ pub(crate) fn destructive_sql(sql: &str) -> Option<&'static str> {
 }
 
 /// Drop tools: the database (or everything) they destroy, if they would.
-pub(crate) fn drop_tool(name: &str, argv: &[Word]) -> Option<String> {
+/// What reaches a client on stdin (`echo FLUSHALL | redis-cli`, a heredoc,
+/// `<<<`) is read like its command line: the client runs it all the same.
+pub(crate) fn drop_tool(name: &str, argv: &[Word], stdin: Option<&str>) -> Option<String> {
     let args: Vec<&str> = argv[1..].iter().map(|w| w.text.as_str()).collect();
     let asks = args
         .iter()
@@ -390,12 +392,32 @@ pub(crate) fn drop_tool(name: &str, argv: &[Word]) -> Option<String> {
         {
             Some("`redis-cli FLUSHALL/FLUSHDB` deletes every key".into())
         }
+        // No command word: redis-cli reads one command per line of stdin.
+        "redis-cli"
+            if redis_command(&args).is_none()
+                && stdin.is_some_and(|s| {
+                    s.replace("\\n", "\n").lines().any(|l| {
+                        l.split_whitespace().next().is_some_and(|t| {
+                            t.eq_ignore_ascii_case("flushall") || t.eq_ignore_ascii_case("flushdb")
+                        })
+                    })
+                }) =>
+        {
+            Some("FLUSHALL/FLUSHDB piped into `redis-cli` deletes every key".into())
+        }
         // mongosh / mongo --eval JS: dropDatabase(), collection.drop().
         "mongosh" | "mongo" => argv[1..]
             .iter()
             .filter(|w| w.text.contains("dropDatabase(") || w.text.contains(".drop("))
             .map(|_| "`dropDatabase()`/`drop()` through mongosh deletes data".to_string())
-            .next(),
+            .next()
+            .or_else(|| {
+                stdin
+                    .filter(|s| s.contains("dropDatabase(") || s.contains(".drop("))
+                    .map(|_| {
+                        "`dropDatabase()`/`drop()` piped into mongosh deletes data".to_string()
+                    })
+            }),
         _ => None,
     }
 }

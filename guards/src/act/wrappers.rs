@@ -341,6 +341,19 @@ pub(crate) static WRAPPERS: &[Wrapper] = &[
             "--slice",
         ],
     ),
+    // git [-C DIR] submodule foreach [--recursive] shell text…: the text
+    // runs in every submodule (a `clean -fdx` there is one everywhere).
+    takes(
+        w(&["git", "submodule", "foreach"], Joined),
+        &[
+            "-C",
+            "-c",
+            "--git-dir",
+            "--work-tree",
+            "--namespace",
+            "--config-env",
+        ],
+    ),
     // ip netns exec NAME argv
     fixed(w(&["ip", "netns", "exec"], Argv), 1),
     // script -c 'shell text' [logfile]
