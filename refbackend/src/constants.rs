@@ -61,6 +61,13 @@ pub const MCP_PROTOCOL_VERSION: &str = "2025-06-18";
 /// time still formats as an ordinary date.
 pub const CLOCK_MAX_UNIX: i64 = 253_402_300_799;
 
+/// The most a request body may carry before its sender is known: login and
+/// redeem (the only routes that read a body without a bearer) take an
+/// email and a code, or a key and a few names, well under 1 KiB; 4 KiB
+/// leaves room for long names while a stranger's body costs the server at
+/// most this much memory, however many bytes it announces or sends.
+pub const PRE_AUTH_BODY_CAP_BYTES: usize = 4 * 1024;
+
 /// Hosts an `Origin` header may name on `/mcp` (seed 002 L7 §0.1: no Origin
 /// is allowed, an Origin not on the WebSocket allow-list is 403). The
 /// reference backend serves loopback, so its allow-list is the loopback

@@ -18,7 +18,7 @@ use subtle::ConstantTimeEq;
 
 use crate::App;
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{Caller, Id, JsonBody, OptJson, Q, StrId, TaskPath};
+use crate::extract::{Caller, Id, JsonBody, OptJson, PreAuthJson, Q, StrId, TaskPath};
 use crate::jwt::{self, Claims};
 use crate::ops;
 use crate::store::CardFilter;
@@ -31,7 +31,7 @@ type J<T> = axum::Json<T>;
 pub(crate) async fn login(
     State(app): S,
     headers: HeaderMap,
-    JsonBody(req): JsonBody<LoginRequest>,
+    PreAuthJson(req): PreAuthJson<LoginRequest>,
 ) -> ApiResult<J<LoginResponse>> {
     // One answer for every refusal, as production: an unsatisfied agent
     // gate simply makes the fixed code stop working (an ordinary one-time
@@ -263,7 +263,7 @@ pub(crate) async fn revoke_window(
 
 pub(crate) async fn redeem(
     State(app): S,
-    JsonBody(req): JsonBody<RedeemRequest>,
+    PreAuthJson(req): PreAuthJson<RedeemRequest>,
 ) -> ApiResult<Response> {
     if hoop_core::home::Home::new(".", &req.name).is_err() {
         return Err(ApiError::bad_request(format!(

@@ -5,6 +5,7 @@
 
 mod auth;
 mod bad_input;
+mod bodies;
 mod cards;
 mod conn;
 mod events;
