@@ -68,6 +68,21 @@ pub const CLOCK_MAX_UNIX: i64 = 253_402_300_799;
 /// most this much memory, however many bytes it announces or sends.
 pub const PRE_AUTH_BODY_CAP_BYTES: usize = 4 * 1024;
 
+/// The error code of a JSON route's body sent as another media type (415):
+/// a browser sends `text/plain` across sites without asking first, so only
+/// `application/json` — which it must ask for — is read.
+pub const UNSUPPORTED_MEDIA_TYPE_CODE: &str = "unsupported_media_type";
+
+/// A person's one-time login code (issued by the operator, `hoop backend
+/// user code`): 8 digits, like an OTP a person types; it lives 10 minutes,
+/// works once, and is void after 5 wrong tries, so a guesser has at most 5
+/// chances in 10^8 per code issued.
+pub const LOGIN_CODE_DIGITS: u32 = 8;
+/// See [`LOGIN_CODE_DIGITS`].
+pub const LOGIN_CODE_TTL_SECS: i64 = 10 * 60;
+/// See [`LOGIN_CODE_DIGITS`].
+pub const LOGIN_CODE_MAX_TRIES: i64 = 5;
+
 /// Hosts an `Origin` header may name on `/mcp` (seed 002 L7 §0.1: no Origin
 /// is allowed, an Origin not on the WebSocket allow-list is 403). The
 /// reference backend serves loopback, so its allow-list is the loopback

@@ -56,12 +56,35 @@ pub async fn body_bytes(req: Request, state: &Arc<App>, cap: usize) -> Result<By
     })?
 }
 
-/// A JSON body; malformed → 400 naming what is wrong.
+/// Whether `headers` declare a JSON body (`application/json`, with or
+/// without parameters).
+fn declares_json(headers: &axum::http::HeaderMap) -> bool {
+    headers
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json"))
+}
+
+/// 415 for a JSON route's body of another media type.
+fn not_json() -> ApiError {
+    ApiError::new(
+        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        crate::constants::UNSUPPORTED_MEDIA_TYPE_CODE,
+        "this route reads JSON: send the body with Content-Type: application/json",
+    )
+}
+
+/// A JSON body (`application/json`, else 415); malformed → 400 naming
+/// what is wrong.
 pub struct JsonBody<T>(pub T);
 
 impl<T: DeserializeOwned> FromRequest<Arc<App>> for JsonBody<T> {
     type Rejection = ApiError;
     async fn from_request(req: Request, state: &Arc<App>) -> Result<Self, ApiError> {
+        if !declares_json(req.headers()) {
+            return Err(not_json());
+        }
         let bytes = body_bytes(req, state, hoop_core::limits::REST_BODY_CAP_BYTES).await?;
         serde_json::from_slice(&bytes)
             .map(JsonBody)
@@ -76,6 +99,9 @@ pub struct PreAuthJson<T>(pub T);
 impl<T: DeserializeOwned> FromRequest<Arc<App>> for PreAuthJson<T> {
     type Rejection = ApiError;
     async fn from_request(req: Request, state: &Arc<App>) -> Result<Self, ApiError> {
+        if !declares_json(req.headers()) {
+            return Err(not_json());
+        }
         let bytes = body_bytes(req, state, crate::constants::PRE_AUTH_BODY_CAP_BYTES).await?;
         serde_json::from_slice(&bytes)
             .map(PreAuthJson)
@@ -83,15 +109,20 @@ impl<T: DeserializeOwned> FromRequest<Arc<App>> for PreAuthJson<T> {
     }
 }
 
-/// A JSON body that may be absent (empty → `T::default()`).
+/// A JSON body that may be absent (empty → `T::default()`; present, it must
+/// be `application/json`).
 pub struct OptJson<T>(pub T);
 
 impl<T: DeserializeOwned + Default> FromRequest<Arc<App>> for OptJson<T> {
     type Rejection = ApiError;
     async fn from_request(req: Request, state: &Arc<App>) -> Result<Self, ApiError> {
+        let json = declares_json(req.headers());
         let bytes = body_bytes(req, state, hoop_core::limits::REST_BODY_CAP_BYTES).await?;
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return Ok(OptJson(T::default()));
+        }
+        if !json {
+            return Err(not_json());
         }
         serde_json::from_slice(&bytes)
             .map(OptJson)

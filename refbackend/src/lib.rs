@@ -149,6 +149,9 @@ pub(crate) struct App {
     pub(crate) admin_token: String,
     /// The base of `claude mcp add …` lines; `None` → the placeholder.
     pub(crate) public_base: Option<String>,
+    /// The names a request's `Host` and `Origin` may carry
+    /// (`rules::allowed_hosts`).
+    pub(crate) allowed_hosts: Vec<String>,
     pub(crate) body_read_timeout: Duration,
     pub(crate) shutdown: watch::Receiver<bool>,
     /// Requests answered so far (every route).
@@ -237,6 +240,11 @@ pub async fn spawn(addr: SocketAddr, cfg: Config) -> Result<Running, Error> {
         .unwrap_or_else(|| hex::encode(rand::random::<[u8; 32]>()));
     let (tx, rx) = watch::channel(false);
     let clock = Clock::new();
+    let public_base = match cfg.public_base {
+        PublicBase::Listen => Some(format!("http://{local}")),
+        PublicBase::Url(u) => Some(u),
+        PublicBase::Unset => None,
+    };
     let requests = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let app = Arc::new(App {
         store: Mutex::new(store),
@@ -245,11 +253,8 @@ pub async fn spawn(addr: SocketAddr, cfg: Config) -> Result<Running, Error> {
         jwt: jwt::JwtKey::random(),
         agent_secret: cfg.agent_secret.filter(|s| !s.is_empty()),
         admin_token: admin_token.clone(),
-        public_base: match cfg.public_base {
-            PublicBase::Listen => Some(format!("http://{local}")),
-            PublicBase::Url(u) => Some(u),
-            PublicBase::Unset => None,
-        },
+        allowed_hosts: rules::allowed_hosts(local, public_base.as_deref()),
+        public_base,
         body_read_timeout: cfg.body_read_timeout,
         shutdown: rx.clone(),
         requests: requests.clone(),

@@ -84,9 +84,10 @@ async fn a_chunked_login_or_redeem_is_cut_at_the_cap_while_the_rest_is_held_back
 async fn a_login_under_the_cap_and_a_large_authenticated_body_are_served() {
     let srv = Srv::start().await;
     let ann = srv.user("ann", false).await;
-    let base = json!({"email": ann.email, "code": "123456", "pad": ""}).to_string();
+    let code = srv.login_code(&ann).await;
+    let base = json!({"email": ann.email, "code": code, "pad": ""}).to_string();
     let pad = "x".repeat(PRE_AUTH_BODY_CAP_BYTES - base.len());
-    let body = json!({"email": ann.email, "code": "123456", "pad": pad});
+    let body = json!({"email": ann.email, "code": code, "pad": pad});
     assert_eq!(body.to_string().len(), PRE_AUTH_BODY_CAP_BYTES);
     let r = srv.post(None, routes::LOGIN, body).await;
     assert_eq!(r.status, 200, "{}", r.body);

@@ -9,6 +9,7 @@ mod bodies;
 mod cards;
 mod conn;
 mod events;
+mod exposure;
 mod mcp;
 mod messages;
 mod oracles;
