@@ -60,6 +60,7 @@ pub(crate) async fn login(
             sub: user.id,
             iat: now,
             exp,
+            nbf: None,
         },
     );
     Ok(axum::Json(LoginResponse {

@@ -196,50 +196,47 @@ pub fn key_live(expires_at: i64, now: i64, skew: i64) -> bool {
     now <= expires_at.saturating_add(skew)
 }
 
-/// The `/mcp` Origin check (seed 002 L7 §0.1): no `Origin` → allowed; an
-/// `Origin` is allowed only when it is `http(s)://HOST[:port]` with HOST on
-/// `allowed`.
+/// The Origin check of every route (seed 002 L7 §0.1 for `/mcp`): no
+/// `Origin` → allowed; an `Origin` is allowed only when it is
+/// `http(s)://HOST[:port]` (nothing more) with HOST on `allowed`.
 pub fn origin_allowed(origin: Option<&str>, allowed: &[&str]) -> bool {
     let Some(origin) = origin else {
         return true;
     };
-    let Some(rest) = origin
-        .strip_prefix("http://")
-        .or_else(|| origin.strip_prefix("https://"))
-    else {
+    let Ok(url) = url::Url::parse(origin) else {
         return false;
     };
-    let host = if rest.starts_with('[') {
-        match rest.find(']') {
-            Some(end) => &rest[..=end],
-            None => return false,
-        }
-    } else {
-        rest.split(':').next().unwrap_or("")
-    };
-    let tail = &rest[host.len()..];
-    let port_ok = tail.is_empty()
-        || tail
-            .strip_prefix(':')
-            .is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
-    port_ok && allowed.iter().any(|a| a.eq_ignore_ascii_case(host))
+    matches!(url.scheme(), "http" | "https")
+        && bare_authority(&url)
+        // The URL parser forgives a trailing `/` or an empty port; an
+        // Origin has neither.
+        && !origin.ends_with(['/', ':'])
+        && url
+            .host_str()
+            .is_some_and(|h| allowed.iter().any(|a| a.eq_ignore_ascii_case(h)))
+}
+
+/// A URL that is only scheme, host and port: no user, path, query or
+/// fragment.
+fn bare_authority(url: &url::Url) -> bool {
+    url.username().is_empty()
+        && url.password().is_none()
+        && url.path() == "/"
+        && url.query().is_none()
+        && url.fragment().is_none()
 }
 
 /// The host part of a `Host` header (`name`, `name:port`, `[v6]:port`),
 /// lower-cased; `None` when it is not one.
 pub fn host_name(host: &str) -> Option<String> {
     let host = host.trim();
-    let name = if host.starts_with('[') {
-        &host[..=host.find(']')?]
-    } else {
-        host.split(':').next()?
-    };
-    let tail = &host[name.len()..];
-    let port_ok = tail.is_empty()
-        || tail
-            .strip_prefix(':')
-            .is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
-    (!name.is_empty() && port_ok).then(|| name.to_ascii_lowercase())
+    if host.is_empty() || host.ends_with(':') || host.contains(['/', '?', '#', '@']) {
+        return None;
+    }
+    let url = url::Url::parse(&format!("http://{host}")).ok()?;
+    bare_authority(&url)
+        .then(|| url.host_str().map(str::to_ascii_lowercase))
+        .flatten()
 }
 
 /// Whether a request's `Host` names this server: absent (not a browser:
