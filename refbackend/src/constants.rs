@@ -38,6 +38,24 @@ pub const BODY_READ_TIMEOUT: Duration = Duration::from_secs(120);
 /// ending in "Too many open files".
 pub const MAX_CONNECTIONS: usize = 512;
 
+/// Most long-lived streams (WebSockets and `/v1/events` together) one
+/// account holds at once: a sentinel holds one WebSocket, a doorbell one
+/// event stream per window, so 8 leaves room for a few windows and a
+/// reconnect overlapping its predecessor, while one account (or one key at
+/// the allowed connect rate) cannot take the server's slots.
+pub const MAX_STREAMS_PER_ACCOUNT: usize = 8;
+/// Most long-lived streams in total: half the connection slots, so the
+/// short requests (logins, sends, card moves) always have slots left.
+pub const MAX_STREAMS: usize = MAX_CONNECTIONS / 2;
+/// An event stream that has delivered no event for this long is ended (the
+/// client reconnects if it is still there): a stream cannot hold a slot
+/// for ever. Ten minutes is forty keep-alives, far past any quiet spell a
+/// working room has, and a reconnect costs one request.
+pub const STREAM_IDLE_TIMEOUT: Duration = Duration::from_secs(10 * 60);
+/// `Retry-After` of a refused stream: a slot frees when another stream
+/// ends, which a client cannot see; a few seconds keeps retries cheap.
+pub const STREAM_RETRY_AFTER_SECS: u64 = 5;
+
 /// Pause after a failed accept (out of descriptors, …) before the next one,
 /// so the loop does not spin while the fault lasts.
 pub const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(100);

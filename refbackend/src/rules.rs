@@ -409,7 +409,8 @@ mod tests {
 
     #[test]
     fn a_redeem_joins_only_the_room_its_key_names() {
-        let cases: &[(Option<i64>, Option<i64>, Result<Option<i64>, i64>)] = &[
+        type Row = (Option<i64>, Option<i64>, Result<Option<i64>, i64>);
+        let cases: &[Row] = &[
             (Some(7), None, Ok(Some(7))),
             (Some(7), Some(7), Ok(Some(7))),
             (None, None, Ok(None)),

@@ -10,6 +10,7 @@ mod cards;
 mod conn;
 mod events;
 mod exposure;
+mod load;
 mod mcp;
 mod messages;
 mod oracles;
