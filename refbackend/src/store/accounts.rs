@@ -282,7 +282,7 @@ impl Store {
     /// The user an MCP key belongs to (looked up by its hash), or `None`
     /// when the key is unknown, revoked or expired (30 s of clock skew
     /// allowed) or its account is inactive: one and the same refusal
-    /// (seed 002 L7 §0.2, L48 item 7).
+    /// (seed 002 L7 §0.2, L83 item 7).
     pub fn mcp_user(&self, now: i64, key_sha256: &str) -> ApiResult<Option<User>> {
         let row: Option<(UserId, i64, Option<i64>, Option<i64>)> = self
             .conn

@@ -7,6 +7,7 @@ mod auth;
 mod bad_input;
 mod bodies;
 mod cards;
+mod citations;
 mod conn;
 mod events;
 mod exposure;
