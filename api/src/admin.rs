@@ -158,6 +158,24 @@ pub struct SetUserState {
     pub active: bool,
 }
 
+/// A person's one-time login code: single use, until `expires_at`.
+#[derive(Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct LoginCode {
+    pub user_id: UserId,
+    pub code: String,
+    pub expires_at: i64,
+}
+
+impl std::fmt::Debug for LoginCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoginCode")
+            .field("user_id", &self.user_id)
+            .field("code", &"<redacted>")
+            .field("expires_at", &self.expires_at)
+            .finish()
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct UserState {
     pub user_id: UserId,
@@ -415,6 +433,15 @@ impl AdminClient {
     pub async fn approve_application(&self, id: i64) -> Result<ApprovedApplication, AdminError> {
         self.post(
             &routes::fill(r::REINFORCE_APPROVE, id),
+            &serde_json::json!({}),
+        )
+        .await
+    }
+
+    /// Issue a person's one-time login code (replacing any earlier one).
+    pub async fn issue_login_code(&self, user_id: UserId) -> Result<LoginCode, AdminError> {
+        self.post(
+            &routes::fill(r::USER_LOGIN_CODE, user_id),
             &serde_json::json!({}),
         )
         .await

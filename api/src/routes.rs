@@ -96,6 +96,9 @@ pub mod admin {
     /// Make an account active or inactive (disabled): an inactive account's
     /// keys and tokens are refused.
     pub const USER_STATE: &str = "/v1/admin/users/{id}/state";
+    /// Issue a person's one-time login code (the reference backend mails
+    /// nothing; the operator hands the code over).
+    pub const USER_LOGIN_CODE: &str = "/v1/admin/users/{id}/login-code";
     /// Arm a one-shot failure inside a transaction (tests and operators
     /// checking that a failed write leaves nothing behind).
     pub const FAULTS: &str = "/v1/admin/faults";

@@ -9,8 +9,8 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use hoop_api::admin::{
     AddMember, AdminCreateCard, ArmFault, ClockAdvance, ClockNow, CreateConversation,
-    CreateProvisionKey, CreateUser, CreatedProvisionKey, MintMcpKey, MintedMcpKey, PostAs, Push,
-    PushEvent, Pushed, RevokeMcpKeys, SetUserState,
+    CreateProvisionKey, CreateUser, CreatedProvisionKey, LoginCode, MintMcpKey, MintedMcpKey,
+    PostAs, Push, PushEvent, Pushed, RevokeMcpKeys, SetUserState,
 };
 use hoop_api::types::WsEvent;
 
@@ -78,6 +78,21 @@ pub(crate) async fn post_as(
 ) -> ApiResult<Response> {
     let msg = crate::ops::send_and_push(&app, req.sender_id, conv, &req.message, &req.kind, None)?;
     Ok(created(msg))
+}
+
+/// A person's one-time login code, shown to the operator once.
+pub(crate) async fn issue_login_code(
+    State(app): S,
+    _: Admin,
+    Id(user): Id,
+    OptJson(_): OptJson<serde_json::Value>,
+) -> ApiResult<Response> {
+    let (code, expires_at) = app.store().issue_login_code(app.clock.now(), user)?;
+    Ok(created(LoginCode {
+        user_id: user,
+        code,
+        expires_at,
+    }))
 }
 
 pub(crate) async fn set_user_state(

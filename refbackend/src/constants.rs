@@ -38,6 +38,24 @@ pub const BODY_READ_TIMEOUT: Duration = Duration::from_secs(120);
 /// ending in "Too many open files".
 pub const MAX_CONNECTIONS: usize = 512;
 
+/// Most long-lived streams (WebSockets and `/v1/events` together) one
+/// account holds at once: a sentinel holds one WebSocket, a doorbell one
+/// event stream per window, so 8 leaves room for a few windows and a
+/// reconnect overlapping its predecessor, while one account (or one key at
+/// the allowed connect rate) cannot take the server's slots.
+pub const MAX_STREAMS_PER_ACCOUNT: usize = 8;
+/// Most long-lived streams in total: half the connection slots, so the
+/// short requests (logins, sends, card moves) always have slots left.
+pub const MAX_STREAMS: usize = MAX_CONNECTIONS / 2;
+/// An event stream that has delivered no event for this long is ended (the
+/// client reconnects if it is still there): a stream cannot hold a slot
+/// for ever. Ten minutes is forty keep-alives, far past any quiet spell a
+/// working room has, and a reconnect costs one request.
+pub const STREAM_IDLE_TIMEOUT: Duration = Duration::from_secs(10 * 60);
+/// `Retry-After` of a refused stream: a slot frees when another stream
+/// ends, which a client cannot see; a few seconds keeps retries cheap.
+pub const STREAM_RETRY_AFTER_SECS: u64 = 5;
+
 /// Pause after a failed accept (out of descriptors, …) before the next one,
 /// so the loop does not spin while the fault lasts.
 pub const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(100);
@@ -60,6 +78,28 @@ pub const MCP_PROTOCOL_VERSION: &str = "2025-06-18";
 /// now bounded here none of those sums can come near `i64::MAX`, and every
 /// time still formats as an ordinary date.
 pub const CLOCK_MAX_UNIX: i64 = 253_402_300_799;
+
+/// The most a request body may carry before its sender is known: login and
+/// redeem (the only routes that read a body without a bearer) take an
+/// email and a code, or a key and a few names, well under 1 KiB; 4 KiB
+/// leaves room for long names while a stranger's body costs the server at
+/// most this much memory, however many bytes it announces or sends.
+pub const PRE_AUTH_BODY_CAP_BYTES: usize = 4 * 1024;
+
+/// The error code of a JSON route's body sent as another media type (415):
+/// a browser sends `text/plain` across sites without asking first, so only
+/// `application/json` — which it must ask for — is read.
+pub const UNSUPPORTED_MEDIA_TYPE_CODE: &str = "unsupported_media_type";
+
+/// A person's one-time login code (issued by the operator, `hoop backend
+/// user code`): 8 digits, like an OTP a person types; it lives 10 minutes,
+/// works once, and is void after 5 wrong tries, so a guesser has at most 5
+/// chances in 10^8 per code issued.
+pub const LOGIN_CODE_DIGITS: u32 = 8;
+/// See [`LOGIN_CODE_DIGITS`].
+pub const LOGIN_CODE_TTL_SECS: i64 = 10 * 60;
+/// See [`LOGIN_CODE_DIGITS`].
+pub const LOGIN_CODE_MAX_TRIES: i64 = 5;
 
 /// Hosts an `Origin` header may name on `/mcp` (seed 002 L7 §0.1: no Origin
 /// is allowed, an Origin not on the WebSocket allow-list is 403). The

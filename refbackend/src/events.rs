@@ -30,6 +30,8 @@ struct Subscription {
     app: Arc<App>,
     user: UserId,
     id: u64,
+    /// The stream's slot (per account and in total), given back with it.
+    _slot: crate::streams::StreamSlot,
 }
 
 impl Drop for Subscription {
@@ -68,14 +70,19 @@ pub async fn stream(State(app): State<Arc<App>>, headers: HeaderMap) -> Response
         )
         .into_response();
     }
+    let slot = match app.streams.acquire(user.id) {
+        Ok(s) => s,
+        Err(refused) => return refused.to_error().into_response(),
+    };
     let (id, rx) = app.hub.subscribe(user.id);
     let sub = Subscription {
         app: app.clone(),
         user: user.id,
         id,
+        _slot: slot,
     };
     let stop = app.shutdown.clone();
-    Sse::new(events(rx, stop, sub))
+    Sse::new(events(rx, stop, sub, app.stream_idle_timeout))
         .keep_alive(
             KeepAlive::new()
                 .interval(EVENTS_KEEPALIVE)
@@ -88,11 +95,14 @@ fn events(
     rx: mpsc::UnboundedReceiver<String>,
     stop: watch::Receiver<bool>,
     sub: Subscription,
+    idle: std::time::Duration,
 ) -> impl Stream<Item = Result<Event, Infallible>> {
-    futures_util::stream::unfold((rx, stop, sub), |(mut rx, mut stop, sub)| async move {
+    futures_util::stream::unfold((rx, stop, sub), move |(mut rx, mut stop, sub)| async move {
+        // No event for `idle`: the stream ends and gives its slots back.
         let next = tokio::select! {
             m = rx.recv() => m,
             _ = stop.wait_for(|s| *s) => None,
+            _ = tokio::time::sleep(idle) => None,
         };
         next.map(|text| (Ok(Event::default().data(text)), (rx, stop, sub)))
     })

@@ -9,6 +9,7 @@ use axum::extract::{FromRequest, FromRequestParts, Path, Query, Request};
 use axum::http::StatusCode;
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
+use futures_util::StreamExt;
 use hoop_api::types::User;
 use serde::de::DeserializeOwned;
 use subtle::ConstantTimeEq;
@@ -17,11 +18,13 @@ use crate::App;
 use crate::error::ApiError;
 use crate::jwt::{self, JwtError};
 
-/// Read the body; an over-cap body → 413 JSON; a body that has not all
-/// arrived within the server's body timeout → 408 (and hyper closes the
-/// connection, whose body was not read to its end).
+/// Read the body, at most `cap` bytes of it: a declared length over the cap
+/// is refused before a byte is read, and a body that grows past the cap as
+/// it streams (chunked) is refused as soon as it does, so no body costs more
+/// than `cap` bytes of memory (413 JSON either way; hyper then closes the
+/// connection, whose body was not read to its end). A body that has not all
+/// arrived within the server's body timeout → 408.
 pub async fn body_bytes(req: Request, state: &Arc<App>, cap: usize) -> Result<Bytes, ApiError> {
-    // A declared length over the cap is refused before a byte is read.
     let declared = req
         .headers()
         .get(axum::http::header::CONTENT_LENGTH)
@@ -31,30 +34,57 @@ pub async fn body_bytes(req: Request, state: &Arc<App>, cap: usize) -> Result<By
         return Err(ApiError::too_large(cap));
     }
     let limit = state.body_read_timeout;
-    let read = tokio::time::timeout(limit, Bytes::from_request(req, state))
-        .await
-        .map_err(|_| {
-            ApiError::new(
-                StatusCode::REQUEST_TIMEOUT,
-                hoop_api::types::codes::BAD_REQUEST,
-                format!("the request body did not arrive within {limit:?}"),
-            )
-        })?;
-    read.map_err(|e| {
-        if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            ApiError::too_large(cap)
-        } else {
-            ApiError::bad_request(format!("cannot read the request body: {e}"))
+    let read = async {
+        let mut body = req.into_body().into_data_stream();
+        let mut buf = Vec::with_capacity(declared.map_or(0, |n| n as usize));
+        while let Some(chunk) = body.next().await {
+            let chunk = chunk
+                .map_err(|e| ApiError::bad_request(format!("cannot read the request body: {e}")))?;
+            if buf.len() + chunk.len() > cap {
+                return Err(ApiError::too_large(cap));
+            }
+            buf.extend_from_slice(&chunk);
         }
-    })
+        Ok(Bytes::from(buf))
+    };
+    tokio::time::timeout(limit, read).await.map_err(|_| {
+        ApiError::new(
+            StatusCode::REQUEST_TIMEOUT,
+            hoop_api::types::codes::BAD_REQUEST,
+            format!("the request body did not arrive within {limit:?}"),
+        )
+    })?
 }
 
-/// A JSON body; malformed → 400 naming what is wrong.
+/// Whether `headers` declare a JSON body (`application/json`, with or
+/// without parameters).
+fn declares_json(headers: &axum::http::HeaderMap) -> bool {
+    headers
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json"))
+}
+
+/// 415 for a JSON route's body of another media type.
+fn not_json() -> ApiError {
+    ApiError::new(
+        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        crate::constants::UNSUPPORTED_MEDIA_TYPE_CODE,
+        "this route reads JSON: send the body with Content-Type: application/json",
+    )
+}
+
+/// A JSON body (`application/json`, else 415); malformed → 400 naming
+/// what is wrong.
 pub struct JsonBody<T>(pub T);
 
 impl<T: DeserializeOwned> FromRequest<Arc<App>> for JsonBody<T> {
     type Rejection = ApiError;
     async fn from_request(req: Request, state: &Arc<App>) -> Result<Self, ApiError> {
+        if !declares_json(req.headers()) {
+            return Err(not_json());
+        }
         let bytes = body_bytes(req, state, hoop_core::limits::REST_BODY_CAP_BYTES).await?;
         serde_json::from_slice(&bytes)
             .map(JsonBody)
@@ -62,15 +92,37 @@ impl<T: DeserializeOwned> FromRequest<Arc<App>> for JsonBody<T> {
     }
 }
 
-/// A JSON body that may be absent (empty → `T::default()`).
+/// A JSON body read before the sender is known (login, redeem): at most
+/// [`PRE_AUTH_BODY_CAP_BYTES`](crate::constants::PRE_AUTH_BODY_CAP_BYTES).
+pub struct PreAuthJson<T>(pub T);
+
+impl<T: DeserializeOwned> FromRequest<Arc<App>> for PreAuthJson<T> {
+    type Rejection = ApiError;
+    async fn from_request(req: Request, state: &Arc<App>) -> Result<Self, ApiError> {
+        if !declares_json(req.headers()) {
+            return Err(not_json());
+        }
+        let bytes = body_bytes(req, state, crate::constants::PRE_AUTH_BODY_CAP_BYTES).await?;
+        serde_json::from_slice(&bytes)
+            .map(PreAuthJson)
+            .map_err(|e| ApiError::bad_request(format!("malformed JSON body: {e}")))
+    }
+}
+
+/// A JSON body that may be absent (empty → `T::default()`; present, it must
+/// be `application/json`).
 pub struct OptJson<T>(pub T);
 
 impl<T: DeserializeOwned + Default> FromRequest<Arc<App>> for OptJson<T> {
     type Rejection = ApiError;
     async fn from_request(req: Request, state: &Arc<App>) -> Result<Self, ApiError> {
+        let json = declares_json(req.headers());
         let bytes = body_bytes(req, state, hoop_core::limits::REST_BODY_CAP_BYTES).await?;
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return Ok(OptJson(T::default()));
+        }
+        if !json {
+            return Err(not_json());
         }
         serde_json::from_slice(&bytes)
             .map(OptJson)

@@ -18,7 +18,7 @@ use subtle::ConstantTimeEq;
 
 use crate::App;
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{Caller, Id, JsonBody, OptJson, Q, StrId, TaskPath};
+use crate::extract::{Caller, Id, JsonBody, OptJson, PreAuthJson, Q, StrId, TaskPath};
 use crate::jwt::{self, Claims};
 use crate::ops;
 use crate::store::CardFilter;
@@ -31,12 +31,13 @@ type J<T> = axum::Json<T>;
 pub(crate) async fn login(
     State(app): S,
     headers: HeaderMap,
-    JsonBody(req): JsonBody<LoginRequest>,
+    PreAuthJson(req): PreAuthJson<LoginRequest>,
 ) -> ApiResult<J<LoginResponse>> {
     // One answer for every refusal, as production: an unsatisfied agent
     // gate simply makes the fixed code stop working (an ordinary one-time
     // code would be expected). Who takes the fixed code at all is
-    // `rules::fixed_code_login`.
+    // `rules::fixed_code_login`; a person takes the one-time code the
+    // operator issued (`Store::login_user`).
     let wrong = || ApiError::unauthorized("unknown email or wrong code");
     if let Some(want) = &app.agent_secret {
         let got = headers
@@ -47,17 +48,11 @@ pub(crate) async fn login(
             return Err(wrong());
         }
     }
-    let user = app.store().fixed_code_user(&req.email)?.ok_or_else(wrong)?;
-    let fixed_ok = bool::from(
-        req.code
-            .trim()
-            .as_bytes()
-            .ct_eq(limits::FIXED_LOGIN_CODE.as_bytes()),
-    );
-    if !fixed_ok {
-        return Err(wrong());
-    }
     let now = app.clock.now();
+    let user = app
+        .store()
+        .login_user(now, &req.email, &req.code)?
+        .ok_or_else(wrong)?;
     let exp = now + limits::JWT_LIFETIME.as_secs() as i64;
     let token = jwt::sign(
         &app.jwt,
@@ -65,6 +60,7 @@ pub(crate) async fn login(
             sub: user.id,
             iat: now,
             exp,
+            nbf: None,
         },
     );
     Ok(axum::Json(LoginResponse {
@@ -263,7 +259,7 @@ pub(crate) async fn revoke_window(
 
 pub(crate) async fn redeem(
     State(app): S,
-    JsonBody(req): JsonBody<RedeemRequest>,
+    PreAuthJson(req): PreAuthJson<RedeemRequest>,
 ) -> ApiResult<Response> {
     if hoop_core::home::Home::new(".", &req.name).is_err() {
         return Err(ApiError::bad_request(format!(

@@ -1,17 +1,17 @@
 //! HS256 JSON Web Tokens, signed with a per-server random secret.
 //!
-//! The MAC is RustCrypto's `hmac` 0.12 over `sha2` 0.10 (the same `digest`
-//! 0.10 stack), not a hand-written one: a server others may run should not
-//! carry its own MAC. The RFC 4231 vectors below pin it. Verification goes
-//! through `Mac::verify_slice`, which compares in constant time.
+//! Framing, signing and validation are `jsonwebtoken`'s: a `Validation`
+//! that accepts HS256 only (a token naming any other algorithm, `none`
+//! included, is refused), requires `exp` (and [`Claims`] `iat` and `sub`),
+//! and checks `exp`
+//! and `nbf` with no leeway. Those checks read the wall clock; the server's
+//! own [`crate::Clock`] (wall time plus a forward-only offset that tests and
+//! operators move) is then checked too, so a token expires by whichever
+//! comes first — which is always the server's clock.
 
-use base64::Engine;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use hmac::{Hmac, Mac};
+use jsonwebtoken::errors::ErrorKind;
+use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use serde::{Deserialize, Serialize};
-use sha2::Sha256;
-
-type HmacSha256 = Hmac<Sha256>;
 
 /// The secret a server signs with; random per server start, so a restart
 /// invalidates every token (clients log in again, as they do on expiry).
@@ -36,6 +36,10 @@ pub struct Claims {
     pub sub: i64,
     pub iat: i64,
     pub exp: i64,
+    /// Not valid before; the server never sets it (its clock may run ahead
+    /// of the wall clock), but a token that carries one is held to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nbf: Option<i64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -46,42 +50,46 @@ pub enum JwtError {
     BadSignature,
     #[error("the token expired; log in again")]
     Expired,
+    #[error("the token is not valid yet")]
+    NotYetValid,
 }
 
-const HEADER: &str = r#"{"alg":"HS256","typ":"JWT"}"#;
+/// The one validation every token goes through.
+fn validation() -> Validation {
+    let mut v = Validation::new(Algorithm::HS256);
+    v.leeway = 0;
+    v.validate_exp = true;
+    v.validate_nbf = true;
+    // `sub` and `iat` are required by [`Claims`] itself (the crate counts
+    // only a string `sub` as present; ours is the numeric user id).
+    v.set_required_spec_claims(&["exp"]);
+    v
+}
 
 pub fn sign(key: &JwtKey, claims: &Claims) -> String {
-    let payload = serde_json::to_vec(claims).unwrap_or_default();
-    let signing_input = format!(
-        "{}.{}",
-        URL_SAFE_NO_PAD.encode(HEADER),
-        URL_SAFE_NO_PAD.encode(payload)
-    );
-    let sig = hmac_sha256(&key.0, signing_input.as_bytes());
-    format!("{signing_input}.{}", URL_SAFE_NO_PAD.encode(sig))
+    // A 32-byte HMAC key and a plain struct: neither step can fail.
+    EncodingKey::from_secret(&key.0)
+        .and_then(|k| jsonwebtoken::encode(&Header::new(Algorithm::HS256), claims, &k))
+        .unwrap_or_default()
 }
 
+/// The token's claims, if `key` signed it, it names HS256, and it is valid
+/// at `now` (the server's clock) and at the wall clock.
 pub fn verify(key: &JwtKey, token: &str, now: i64) -> Result<Claims, JwtError> {
-    let mut parts = token.split('.');
-    let (Some(h), Some(p), Some(s), None) =
-        (parts.next(), parts.next(), parts.next(), parts.next())
-    else {
-        return Err(JwtError::Malformed);
-    };
-    let header = URL_SAFE_NO_PAD.decode(h).map_err(|_| JwtError::Malformed)?;
-    let header: serde_json::Value =
-        serde_json::from_slice(&header).map_err(|_| JwtError::Malformed)?;
-    if header.get("alg").and_then(|a| a.as_str()) != Some("HS256") {
-        return Err(JwtError::Malformed);
-    }
-    let sig = URL_SAFE_NO_PAD.decode(s).map_err(|_| JwtError::Malformed)?;
-    let mut mac = keyed(&key.0);
-    mac.update(format!("{h}.{p}").as_bytes());
-    mac.verify_slice(&sig).map_err(|_| JwtError::BadSignature)?;
-    let payload = URL_SAFE_NO_PAD.decode(p).map_err(|_| JwtError::Malformed)?;
-    let claims: Claims = serde_json::from_slice(&payload).map_err(|_| JwtError::Malformed)?;
+    let k = DecodingKey::from_secret(&key.0).map_err(|_| JwtError::Malformed)?;
+    let data =
+        jsonwebtoken::decode::<Claims>(token, &k, &validation()).map_err(|e| match e.kind() {
+            ErrorKind::InvalidSignature => JwtError::BadSignature,
+            ErrorKind::ExpiredSignature => JwtError::Expired,
+            ErrorKind::ImmatureSignature => JwtError::NotYetValid,
+            _ => JwtError::Malformed,
+        })?;
+    let claims = data.claims;
     if now >= claims.exp {
         return Err(JwtError::Expired);
+    }
+    if claims.nbf.is_some_and(|nbf| now < nbf) {
+        return Err(JwtError::NotYetValid);
     }
     Ok(claims)
 }
@@ -98,84 +106,99 @@ pub fn is_jwt_shaped(token: &str) -> bool {
         })
 }
 
-/// A MAC keyed with `key`. HMAC takes a key of any length (longer than the
-/// block it is hashed first), so keying cannot fail.
-fn keyed(key: &[u8]) -> HmacSha256 {
-    match <HmacSha256 as Mac>::new_from_slice(key) {
-        Ok(m) => m,
-        Err(_) => unreachable!("HMAC accepts keys of every length"),
-    }
-}
-
-/// HMAC-SHA256 (RFC 2104) of `msg` under `key`.
-pub fn hmac_sha256(key: &[u8], msg: &[u8]) -> [u8; 32] {
-    let mut mac = keyed(key);
-    mac.update(msg);
-    mac.finalize().into_bytes().into()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn hmac_rfc4231_vectors() {
-        // Test case 1.
-        let mac = hmac_sha256(&[0x0b; 20], b"Hi There");
-        assert_eq!(
-            hex::encode(mac),
-            "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7"
-        );
-        // Test case 2.
-        let mac = hmac_sha256(b"Jefe", b"what do ya want for nothing?");
-        assert_eq!(
-            hex::encode(mac),
-            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
-        );
-        // Test case 6: a key longer than the block is hashed first.
-        let mac = hmac_sha256(
-            &[0xaa; 131],
-            b"Test Using Larger Than Block-Size Key - Hash Key First",
-        );
-        assert_eq!(
-            hex::encode(mac),
-            "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54"
-        );
+    fn wall() -> i64 {
+        hoop_core::clock::now_unix()
+    }
+
+    fn claims(iat: i64, exp: i64) -> Claims {
+        Claims {
+            sub: 7,
+            iat,
+            exp,
+            nbf: None,
+        }
     }
 
     #[test]
     fn sign_verify_expire_tamper() {
         let key = JwtKey::random();
-        let c = Claims {
-            sub: 7,
-            iat: 1000,
-            exp: 1900,
-        };
+        let now = wall();
+        let c = claims(now, now + 900);
         let t = sign(&key, &c);
         assert!(is_jwt_shaped(&t));
-        assert_eq!(verify(&key, &t, 1899), Ok(c.clone()));
-        assert_eq!(verify(&key, &t, 1900), Err(JwtError::Expired));
+        assert_eq!(verify(&key, &t, now + 899), Ok(c.clone()));
+        // The server's clock ahead of the wall clock expires it.
+        assert_eq!(verify(&key, &t, now + 900), Err(JwtError::Expired));
+        // So does the wall clock (a token minted for the past).
+        let old = sign(&key, &claims(now - 1000, now - 100));
+        assert_eq!(verify(&key, &old, now - 200), Err(JwtError::Expired));
         assert_eq!(
-            verify(&JwtKey::random(), &t, 1000),
+            verify(&JwtKey::random(), &t, now),
             Err(JwtError::BadSignature)
         );
         let forged = sign(
             &JwtKey::random(),
             &Claims {
                 sub: 1,
-                iat: 1000,
-                exp: 1900,
+                ..c.clone()
             },
         );
         let (hp, _) = forged.rsplit_once('.').unwrap();
         let (_, sig) = t.rsplit_once('.').unwrap();
         assert_eq!(
-            verify(&key, &format!("{hp}.{sig}"), 1000),
+            verify(&key, &format!("{hp}.{sig}"), now),
             Err(JwtError::BadSignature)
         );
         for bad in ["", "a.b", "a.b.c.d", "!!.??.**", "hoopmcp_abc"] {
             assert!(verify(&key, bad, 0).is_err(), "{bad:?}");
         }
+    }
+
+    /// The algorithm is pinned: a token that names another one (`none`, or
+    /// HS384 signed with the same secret) is refused.
+    #[test]
+    fn only_hs256_is_accepted() {
+        use base64::Engine;
+        use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+        let key = JwtKey::random();
+        let now = wall();
+        let c = claims(now, now + 900);
+        let payload = URL_SAFE_NO_PAD.encode(serde_json::to_vec(&c).unwrap());
+        let none = format!("{}.{payload}.", URL_SAFE_NO_PAD.encode(r#"{"alg":"none"}"#));
+        assert_eq!(verify(&key, &none, now), Err(JwtError::Malformed));
+        let hs384 = jsonwebtoken::encode(
+            &Header::new(Algorithm::HS384),
+            &c,
+            &EncodingKey::from_secret(&key.0).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(verify(&key, &hs384, now), Err(JwtError::Malformed));
+        // Must not fire: the same claims as HS256.
+        assert_eq!(verify(&key, &sign(&key, &c), now), Ok(c));
+    }
+
+    #[test]
+    fn nbf_and_required_claims_are_checked() {
+        let key = JwtKey::random();
+        let now = wall();
+        let later = Claims {
+            nbf: Some(now + 100),
+            ..claims(now, now + 900)
+        };
+        let t = sign(&key, &later);
+        assert_eq!(verify(&key, &t, now), Err(JwtError::NotYetValid));
+        // Without exp: refused, whatever the signature.
+        let no_exp = jsonwebtoken::encode(
+            &Header::new(Algorithm::HS256),
+            &serde_json::json!({"sub": 7, "iat": now}),
+            &EncodingKey::from_secret(&key.0).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(verify(&key, &no_exp, now), Err(JwtError::Malformed));
     }
 
     #[test]

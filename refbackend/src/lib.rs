@@ -49,13 +49,15 @@ mod ops;
 mod routes;
 pub mod rules;
 mod store;
+mod streams;
 mod ws;
 
 pub use clock::{Clock, ClockError};
 pub use store::key_hash;
 
 use constants::{
-    ACCEPT_ERROR_PAUSE, BODY_READ_TIMEOUT, HEADER_READ_TIMEOUT, MAX_CONNECTIONS, SHUTDOWN_GRACE,
+    ACCEPT_ERROR_PAUSE, BODY_READ_TIMEOUT, HEADER_READ_TIMEOUT, MAX_CONNECTIONS, MAX_STREAMS,
+    MAX_STREAMS_PER_ACCOUNT, SHUTDOWN_GRACE, STREAM_IDLE_TIMEOUT,
 };
 
 #[derive(Debug, Clone)]
@@ -78,6 +80,13 @@ pub struct Config {
     /// Most connections served at once; past it, new ones wait in the
     /// kernel's backlog instead of taking a file descriptor.
     pub max_connections: usize,
+    /// Most WebSockets and event streams one account holds at once.
+    pub max_streams_per_account: usize,
+    /// Most WebSockets and event streams in total (each also holds a
+    /// connection slot).
+    pub max_streams: usize,
+    /// An event stream with no event for this long is ended.
+    pub stream_idle_timeout: Duration,
     /// The base URL written into `claude mcp add …` lines (production's
     /// `PublicBase`).
     pub public_base: PublicBase,
@@ -106,6 +115,9 @@ impl Default for Config {
             header_read_timeout: HEADER_READ_TIMEOUT,
             body_read_timeout: BODY_READ_TIMEOUT,
             max_connections: MAX_CONNECTIONS,
+            max_streams_per_account: MAX_STREAMS_PER_ACCOUNT,
+            max_streams: MAX_STREAMS,
+            stream_idle_timeout: STREAM_IDLE_TIMEOUT,
             public_base: PublicBase::Listen,
         }
     }
@@ -149,7 +161,14 @@ pub(crate) struct App {
     pub(crate) admin_token: String,
     /// The base of `claude mcp add …` lines; `None` → the placeholder.
     pub(crate) public_base: Option<String>,
+    /// The names a request's `Host` and `Origin` may carry
+    /// (`rules::allowed_hosts`).
+    pub(crate) allowed_hosts: Vec<String>,
     pub(crate) body_read_timeout: Duration,
+    /// WebSockets and event streams open, per account and in total.
+    pub(crate) streams: Arc<streams::StreamSlots>,
+    /// An event stream with no event for this long is ended.
+    pub(crate) stream_idle_timeout: Duration,
     pub(crate) shutdown: watch::Receiver<bool>,
     /// Requests answered so far (every route).
     pub(crate) requests: Arc<std::sync::atomic::AtomicU64>,
@@ -170,6 +189,8 @@ pub struct Running {
     pub admin_token: String,
     clock: Clock,
     requests: Arc<std::sync::atomic::AtomicU64>,
+    /// The most connections (upgraded ones included) held at once so far.
+    peak_connections: Arc<std::sync::atomic::AtomicUsize>,
     shutdown: watch::Sender<bool>,
     task: tokio::task::JoinHandle<()>,
 }
@@ -198,6 +219,14 @@ impl Running {
     /// admin ones included).
     pub fn requests(&self) -> u64 {
         self.requests.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The most connections served at once so far, WebSockets included
+    /// (each keeps its connection slot for its life): never above
+    /// [`Config::max_connections`].
+    pub fn peak_connections(&self) -> usize {
+        self.peak_connections
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Graceful stop: WebSocket connections get a close frame, in-flight
@@ -237,6 +266,11 @@ pub async fn spawn(addr: SocketAddr, cfg: Config) -> Result<Running, Error> {
         .unwrap_or_else(|| hex::encode(rand::random::<[u8; 32]>()));
     let (tx, rx) = watch::channel(false);
     let clock = Clock::new();
+    let public_base = match cfg.public_base {
+        PublicBase::Listen => Some(format!("http://{local}")),
+        PublicBase::Url(u) => Some(u),
+        PublicBase::Unset => None,
+    };
     let requests = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let app = Arc::new(App {
         store: Mutex::new(store),
@@ -245,19 +279,20 @@ pub async fn spawn(addr: SocketAddr, cfg: Config) -> Result<Running, Error> {
         jwt: jwt::JwtKey::random(),
         agent_secret: cfg.agent_secret.filter(|s| !s.is_empty()),
         admin_token: admin_token.clone(),
-        public_base: match cfg.public_base {
-            PublicBase::Listen => Some(format!("http://{local}")),
-            PublicBase::Url(u) => Some(u),
-            PublicBase::Unset => None,
-        },
+        allowed_hosts: rules::allowed_hosts(local, public_base.as_deref()),
+        public_base,
         body_read_timeout: cfg.body_read_timeout,
+        streams: streams::StreamSlots::new(cfg.max_streams_per_account, cfg.max_streams),
+        stream_idle_timeout: cfg.stream_idle_timeout,
         shutdown: rx.clone(),
         requests: requests.clone(),
     });
     let router = routes::router(app);
+    let peak_connections = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let limits = ConnLimits {
         header_read_timeout: cfg.header_read_timeout,
         max_connections: cfg.max_connections.max(1),
+        peak: peak_connections.clone(),
     };
     let task = tokio::spawn(serve(listener, router, limits, rx));
     tracing::info!(addr = %local, "reference backend listening");
@@ -266,15 +301,18 @@ pub async fn spawn(addr: SocketAddr, cfg: Config) -> Result<Running, Error> {
         admin_token,
         clock,
         requests,
+        peak_connections,
         shutdown: tx,
         task,
     })
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct ConnLimits {
     header_read_timeout: Duration,
     max_connections: usize,
+    /// The most slots held at once so far ([`Running::peak_connections`]).
+    peak: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 /// The accept loop: HTTP/1.1 with upgrades (WebSocket), a header-read
@@ -302,6 +340,10 @@ async fn serve(
             },
             _ = stop.wait_for(|s| *s) => break,
         };
+        let held = limits.max_connections - slots.available_permits();
+        limits
+            .peak
+            .fetch_max(held, std::sync::atomic::Ordering::Relaxed);
         let accepted = tokio::select! {
             r = listener.accept() => r,
             _ = stop.wait_for(|s| *s) => break,
@@ -319,15 +361,25 @@ async fn serve(
             }
         };
         let _ = stream.set_nodelay(true);
+        // The slot travels with the connection's requests: a WebSocket
+        // upgrade takes it along for the socket's life (hyper is done with
+        // the connection at the upgrade); otherwise it is given back when
+        // the connection closes.
+        let holder = streams::ConnPermit(Arc::new(Mutex::new(Some(permit))));
+        let carried = holder.clone();
+        let service = tower::ServiceExt::map_request(
+            router.clone(),
+            move |mut req: hyper::Request<hyper::body::Incoming>| {
+                req.extensions_mut().insert(carried.clone());
+                req
+            },
+        );
         let conn = builder
-            .serve_connection(
-                TokioIo::new(stream),
-                TowerToHyperService::new(router.clone()),
-            )
+            .serve_connection(TokioIo::new(stream), TowerToHyperService::new(service))
             .with_upgrades();
         let mut stop = stop.clone();
         tokio::spawn(async move {
-            let _permit = permit;
+            let _holder = holder;
             tokio::pin!(conn);
             let done = tokio::select! {
                 r = conn.as_mut() => Some(r),

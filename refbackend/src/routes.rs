@@ -14,7 +14,7 @@ use hoop_core::limits;
 
 use crate::App;
 use crate::error::ApiError;
-use crate::{admin, events, http, mcp, ws};
+use crate::{admin, events, http, mcp, rules, ws};
 
 type S = State<Arc<App>>;
 
@@ -62,12 +62,58 @@ pub fn router(app: Arc<App>) -> Router {
         .fallback(unknown_route)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(limits::REST_BODY_CAP_BYTES))
+        .layer(axum::middleware::from_fn_with_state(
+            app.clone(),
+            check_host_and_origin,
+        ))
         .layer(catch)
         .layer(axum::middleware::from_fn_with_state(
             app.clone(),
             count_request,
         ))
         .with_state(app)
+}
+
+/// Every route, REST, WebSocket, events and `/mcp` alike: a `Host` or an
+/// `Origin` that is not a name of this server is refused (403) before any
+/// handler runs, so a web page the operator visits cannot reach the server
+/// through a name that resolves to loopback (DNS rebinding) or from another
+/// site.
+async fn check_host_and_origin(
+    State(app): S,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    match host_or_origin_refusal(&app, req.headers()) {
+        Some(refused) => refused.into_response(),
+        None => next.run(req).await,
+    }
+}
+
+/// Why `headers` are refused by [`check_host_and_origin`], if they are.
+fn host_or_origin_refusal(app: &App, headers: &axum::http::HeaderMap) -> Option<ApiError> {
+    let header = |name| headers.get(name).map(|v| v.to_str().unwrap_or(""));
+    let allowed = || app.allowed_hosts.join(", ");
+    if let Some(host) = header(axum::http::header::HOST)
+        && !rules::host_allowed(Some(host), &app.allowed_hosts)
+    {
+        return Some(ApiError::forbidden(format!(
+            "Host {host:?} is not a name of this server ({}); use one of them, or start it \
+             with --public-base naming the URL its clients use",
+            allowed()
+        )));
+    }
+    let hosts: Vec<&str> = app.allowed_hosts.iter().map(String::as_str).collect();
+    if let Some(origin) = header(axum::http::header::ORIGIN)
+        && !rules::origin_allowed(Some(origin), &hosts)
+    {
+        return Some(ApiError::forbidden(format!(
+            "Origin {origin:?} is not allowed: only pages served from this server's names ({}) \
+             may call it",
+            allowed()
+        )));
+    }
+    None
 }
 
 /// Count every request (the admin stats route reports it).
@@ -105,6 +151,7 @@ fn admin_routes() -> Router<Arc<App>> {
             get(admin::read_room).post(admin::post_as),
         )
         .route(r::USER_STATE, post(admin::set_user_state))
+        .route(r::USER_LOGIN_CODE, post(admin::issue_login_code))
         .route(r::MCP_KEYS, post(admin::mint_mcp_key))
         .route(r::MCP_KEYS_REVOKE, post(admin::revoke_mcp_keys))
         .route(r::PROVISION_KEYS, post(admin::create_provision_key))

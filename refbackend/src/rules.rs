@@ -196,33 +196,79 @@ pub fn key_live(expires_at: i64, now: i64, skew: i64) -> bool {
     now <= expires_at.saturating_add(skew)
 }
 
-/// The `/mcp` Origin check (seed 002 L7 §0.1): no `Origin` → allowed; an
-/// `Origin` is allowed only when it is `http(s)://HOST[:port]` with HOST on
-/// `allowed`.
+/// The Origin check of every route (seed 002 L7 §0.1 for `/mcp`): no
+/// `Origin` → allowed; an `Origin` is allowed only when it is
+/// `http(s)://HOST[:port]` (nothing more) with HOST on `allowed`.
 pub fn origin_allowed(origin: Option<&str>, allowed: &[&str]) -> bool {
     let Some(origin) = origin else {
         return true;
     };
-    let Some(rest) = origin
-        .strip_prefix("http://")
-        .or_else(|| origin.strip_prefix("https://"))
-    else {
+    let Ok(url) = url::Url::parse(origin) else {
         return false;
     };
-    let host = if rest.starts_with('[') {
-        match rest.find(']') {
-            Some(end) => &rest[..=end],
-            None => return false,
-        }
-    } else {
-        rest.split(':').next().unwrap_or("")
-    };
-    let tail = &rest[host.len()..];
-    let port_ok = tail.is_empty()
-        || tail
-            .strip_prefix(':')
-            .is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
-    port_ok && allowed.iter().any(|a| a.eq_ignore_ascii_case(host))
+    matches!(url.scheme(), "http" | "https")
+        && bare_authority(&url)
+        // The URL parser forgives a trailing `/` or an empty port; an
+        // Origin has neither.
+        && !origin.ends_with(['/', ':'])
+        && url
+            .host_str()
+            .is_some_and(|h| allowed.iter().any(|a| a.eq_ignore_ascii_case(h)))
+}
+
+/// A URL that is only scheme, host and port: no user, path, query or
+/// fragment.
+fn bare_authority(url: &url::Url) -> bool {
+    url.username().is_empty()
+        && url.password().is_none()
+        && url.path() == "/"
+        && url.query().is_none()
+        && url.fragment().is_none()
+}
+
+/// The host part of a `Host` header (`name`, `name:port`, `[v6]:port`),
+/// lower-cased; `None` when it is not one.
+pub fn host_name(host: &str) -> Option<String> {
+    let host = host.trim();
+    if host.is_empty() || host.ends_with(':') || host.contains(['/', '?', '#', '@']) {
+        return None;
+    }
+    let url = url::Url::parse(&format!("http://{host}")).ok()?;
+    bare_authority(&url)
+        .then(|| url.host_str().map(str::to_ascii_lowercase))
+        .flatten()
+}
+
+/// Whether a request's `Host` names this server: absent (not a browser:
+/// every browser sends one) or one of `allowed` on any port. A page served
+/// from a name that resolves to loopback (DNS rebinding) carries its own
+/// name here, and is refused.
+pub fn host_allowed(host: Option<&str>, allowed: &[String]) -> bool {
+    let Some(host) = host else { return true };
+    host_name(host).is_some_and(|h| allowed.iter().any(|a| a.eq_ignore_ascii_case(&h)))
+}
+
+/// The names this server answers to: the loopback names, the address it
+/// listens on (unless it is the wildcard), and the host of its public base.
+pub fn allowed_hosts(listen: std::net::SocketAddr, public_base: Option<&str>) -> Vec<String> {
+    let mut v: Vec<String> = crate::constants::MCP_ALLOWED_ORIGIN_HOSTS
+        .iter()
+        .map(|h| h.to_string())
+        .collect();
+    if !listen.ip().is_unspecified() {
+        v.push(match listen {
+            std::net::SocketAddr::V4(a) => a.ip().to_string(),
+            std::net::SocketAddr::V6(a) => format!("[{}]", a.ip()),
+        });
+    }
+    let base_host = public_base.and_then(|b| {
+        let rest = b.split_once("://").map_or(b, |(_, r)| r);
+        host_name(rest.split('/').next().unwrap_or(""))
+    });
+    v.extend(base_host);
+    v.sort();
+    v.dedup();
+    v
 }
 
 /// A window registered again keeps its hinted rooms and gains only the
@@ -300,11 +346,12 @@ pub fn window_assignment(
 
 /// Whether an account may log in with the fixed code. Production (seed 002
 /// L5, L31): agent accounts only when `fixed_otp` (a reinforcement account
-/// has none). The reference backend also lets humans use it [A] (its tests
-/// act as humans; production gives them other paths the toolkit never
-/// uses). An inactive account logs in no way.
+/// has none). A person logs in with a one-time code the operator issues
+/// (`hoop backend user code`), as production's mailed OTP: the fixed code is
+/// public, and would let anyone log in as them. An inactive account logs in
+/// no way.
 pub fn fixed_code_login(is_agent: bool, fixed_otp: bool, active: bool) -> bool {
-    active && (fixed_otp || !is_agent)
+    active && is_agent && fixed_otp
 }
 
 /// A reinforcement application's name as production takes it (seed 002
@@ -333,8 +380,37 @@ mod tests {
     use CardStatus::*;
 
     #[test]
+    fn hosts_this_server_answers_to() {
+        let allowed = allowed_hosts(
+            "127.0.0.1:8080".parse().unwrap(),
+            Some("https://Hoop.Example.com:8443/base"),
+        );
+        let cases: &[(Option<&str>, bool)] = &[
+            (None, true),
+            (Some("127.0.0.1:8080"), true),
+            (Some("localhost"), true),
+            (Some("LOCALHOST:1"), true),
+            (Some("[::1]:9"), true),
+            (Some("hoop.example.com"), true),
+            (Some("evil.example:8080"), false),
+            (Some("127.0.0.1.evil.example"), false),
+            (Some("localhost:x"), false),
+            (Some("[::1"), false),
+            (Some(""), false),
+        ];
+        for &(host, want) in cases {
+            assert_eq!(host_allowed(host, &allowed), want, "{host:?}");
+        }
+        let wild = allowed_hosts("0.0.0.0:1".parse().unwrap(), None);
+        assert!(!wild.contains(&"0.0.0.0".to_string()));
+        let v6 = allowed_hosts("[::1]:1".parse().unwrap(), None);
+        assert!(v6.contains(&"[::1]".to_string()));
+    }
+
+    #[test]
     fn a_redeem_joins_only_the_room_its_key_names() {
-        let cases: &[(Option<i64>, Option<i64>, Result<Option<i64>, i64>)] = &[
+        type Row = (Option<i64>, Option<i64>, Result<Option<i64>, i64>);
+        let cases: &[Row] = &[
             (Some(7), None, Ok(Some(7))),
             (Some(7), Some(7), Ok(Some(7))),
             (None, None, Ok(None)),
@@ -604,8 +680,8 @@ mod tests {
         let cases = [
             ((true, true, true), true),     // a sentinel account
             ((true, false, true), false),   // a reinforcement account
-            ((false, false, true), true),   // a human [A]
-            ((false, true, true), true),    // a human [A]
+            ((false, false, true), false),  // a person: one-time code only
+            ((false, true, true), false),   // a person: one-time code only
             ((true, true, false), false),   // inactive
             ((true, false, false), false),  // inactive
             ((false, false, false), false), // inactive

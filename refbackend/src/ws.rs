@@ -75,6 +75,7 @@ pub struct WsQuery {
 
 pub async fn upgrade(
     State(app): State<Arc<App>>,
+    permit: Option<axum::Extension<crate::streams::ConnPermit>>,
     headers: HeaderMap,
     Q(q): Q<WsQuery>,
     ws: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
@@ -91,12 +92,23 @@ pub async fn upgrade(
         Ok(u) => u,
         Err(e) => return e.into_response(),
     };
-    match ws {
-        Ok(ws) => ws
-            .on_upgrade(move |socket| run(socket, app, user.id))
-            .into_response(),
-        Err(e) => ApiError::bad_request(format!("not a WebSocket upgrade: {e}")).into_response(),
-    }
+    let ws = match ws {
+        Ok(ws) => ws,
+        Err(e) => {
+            return ApiError::bad_request(format!("not a WebSocket upgrade: {e}")).into_response();
+        }
+    };
+    // A stream slot for the account, and the connection's slot, both kept
+    // until the socket ends.
+    let slot = match app.streams.acquire(user.id) {
+        Ok(s) => s,
+        Err(refused) => return refused.to_error().into_response(),
+    };
+    ws.on_upgrade(move |socket| async move {
+        let _slot = slot.with_connection(permit.and_then(|p| p.take()));
+        run(socket, app, user.id).await
+    })
+    .into_response()
 }
 
 async fn run(mut socket: WebSocket, app: Arc<App>, user: UserId) {

@@ -133,6 +133,15 @@ pub enum UserCmd {
         #[command(flatten)]
         conn: Conn,
     },
+    /// Issue a person's one-time login code (the reference backend mails
+    /// nothing): printed once as JSON, valid 10 minutes, single use, void
+    /// after 5 wrong tries. Agents log in with their fixed code or a key.
+    Code {
+        #[command(flatten)]
+        conn: Conn,
+        #[arg(long)]
+        user: String,
+    },
     /// Make an account inactive: its MCP keys, tokens and logins are
     /// refused until it is enabled again.
     Disable {
@@ -637,6 +646,11 @@ async fn operate(cmd: Command) -> anyhow::Result<ExitCode> {
                 )
                 .await?;
             print_json(serde_json::to_value(&msg)?)
+        }
+        Command::User(UserCmd::Code { conn, user }) => {
+            let c = client(&conn)?;
+            let id = user_id(&c, &user).await?;
+            print_json(serde_json::to_value(&c.issue_login_code(id).await?)?)
         }
         Command::User(UserCmd::Disable { conn, user }) => {
             let c = client(&conn)?;

@@ -604,15 +604,16 @@ fn accounts_and_keys_from_the_shell() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("root");
     let srv = serve(&root, &dir.path().join("backend.sqlite"));
-    let login = |email: &str| {
+    let login_with = |email: &str, code: &str| {
         http(
             &srv.url,
             "POST",
             "/v1/auth/login",
             None,
-            Some(json!({"email": email, "code": "123456"})),
+            Some(json!({"email": email, "code": code})),
         )
     };
+    let login = |email: &str| login_with(email, "123456");
     for (name, agent) in [("ann", false), ("bolt", true)] {
         let mut args = vec![
             "user".to_string(),
@@ -645,8 +646,13 @@ fn accounts_and_keys_from_the_shell() {
     );
     assert!(minted["key"].as_str().unwrap().starts_with("hoopmcp_"));
 
+    // A person logs in with a one-time code the operator issues, never with
+    // the public fixed code.
+    assert_eq!(login("ann@example.test").0, 401);
+    let issued = op_json(&srv, &root, &["user", "code", "--user", "ann"]);
+    let code = issued["code"].as_str().unwrap();
     // Ann applies for a reinforcement account; the operator approves it.
-    let (st, ann) = login("ann@example.test");
+    let (st, ann) = login_with("ann@example.test", code);
     assert_eq!(st, 200);
     let (st, app) = http(
         &srv.url,

@@ -122,7 +122,7 @@ async fn a_failed_redeem_leaves_the_key_usable() {
 async fn the_owner_rotates_and_revokes_a_reinforcement_key() {
     let env = Env::start().await;
     let ann = env.user("ann", false).await;
-    let owner = env.client_for(&ann.email, None);
+    let owner = env.person_client(&ann).await;
     let app = owner
         .reinforce_apply(&ReinforceApply {
             name: "nova".into(),

@@ -2,6 +2,7 @@
 //! keys and their redemption, reinforcement applications and keys.
 
 use super::*;
+use subtle::ConstantTimeEq;
 
 /// SHA-256 hex of a key: the only form in which keys are stored.
 pub fn key_hash(key: &str) -> String {
@@ -130,22 +131,86 @@ impl Store {
         load_user(&self.conn, id)
     }
 
-    /// The account `email` names when it may log in with the fixed code
-    /// (`rules::fixed_code_login`); `None` otherwise, whatever the reason.
-    pub fn fixed_code_user(&self, email: &str) -> ApiResult<Option<User>> {
-        let row = self
-            .conn
+    /// The account `email` names when `code` logs it in: the fixed code for
+    /// an account that takes it (`rules::fixed_code_login`), else the
+    /// one-time code the operator issued it (consumed here, counted when
+    /// wrong); `None` otherwise, whatever the reason.
+    pub fn login_user(&mut self, now: i64, email: &str, code: &str) -> ApiResult<Option<User>> {
+        let tx = self.conn.transaction()?;
+        let row = tx
             .query_row(
                 &format!("SELECT {USER_COLS}, fixed_otp, active FROM users WHERE email = ?1"),
                 [email.trim()],
                 |r| Ok((user_row(r)?, r.get::<_, bool>(5)?, r.get::<_, bool>(6)?)),
             )
             .optional()?;
-        Ok(row
-            .filter(|(u, fixed_otp, active)| {
-                rules::fixed_code_login(u.is_agent, *fixed_otp, *active)
-            })
-            .map(|(u, _, _)| u))
+        let Some((user, fixed_otp, active)) = row.filter(|(_, _, active)| *active) else {
+            return Ok(None);
+        };
+        let code = code.trim();
+        if rules::fixed_code_login(user.is_agent, fixed_otp, active)
+            && bool::from(code.as_bytes().ct_eq(limits::FIXED_LOGIN_CODE.as_bytes()))
+        {
+            return Ok(Some(user));
+        }
+        // A one-time code: used once, void when expired or after too many
+        // wrong tries.
+        let issued: Option<(String, i64, i64)> = tx
+            .query_row(
+                "SELECT code_sha256, expires_at, tries FROM login_codes WHERE user_id = ?1",
+                [user.id],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .optional()?;
+        let Some((hash, expires_at, tries)) = issued else {
+            return Ok(None);
+        };
+        let right = bool::from(key_hash(code).as_bytes().ct_eq(hash.as_bytes()));
+        let ok = right && now < expires_at;
+        if ok || now >= expires_at || tries + 1 >= constants::LOGIN_CODE_MAX_TRIES {
+            tx.execute("DELETE FROM login_codes WHERE user_id = ?1", [user.id])?;
+        } else {
+            tx.execute(
+                "UPDATE login_codes SET tries = tries + 1 WHERE user_id = ?1",
+                [user.id],
+            )?;
+        }
+        tx.commit()?;
+        Ok(ok.then_some(user))
+    }
+
+    /// Issue `user`'s one-time login code (replacing an earlier one): only
+    /// for an active person; agents log in with their fixed code or an MCP
+    /// key. Returns the code (stored only as its SHA-256) and its expiry.
+    pub fn issue_login_code(&mut self, now: i64, user: UserId) -> ApiResult<(String, i64)> {
+        let u = load_user(&self.conn, user)?
+            .ok_or_else(|| ApiError::not_found(format!("no user {user}")))?;
+        if u.is_agent {
+            return Err(ApiError::bad_request(format!(
+                "{} is an agent account: it logs in with its fixed code or an MCP key \
+                 (hoop backend key mint --user {}); one-time codes are for people",
+                u.username, u.username
+            )));
+        }
+        if !is_active(&self.conn, user)? {
+            return Err(ApiError::bad_request(format!(
+                "{} is disabled; enable it first (hoop backend user enable --user {})",
+                u.username, u.username
+            )));
+        }
+        let code = format!(
+            "{:0width$}",
+            rand::random::<u64>() % 10u64.pow(constants::LOGIN_CODE_DIGITS),
+            width = constants::LOGIN_CODE_DIGITS as usize
+        );
+        let expires_at = now.saturating_add(constants::LOGIN_CODE_TTL_SECS);
+        self.conn.execute(
+            "INSERT INTO login_codes (user_id, code_sha256, expires_at, tries) \
+             VALUES (?1, ?2, ?3, 0) ON CONFLICT(user_id) DO UPDATE SET \
+             code_sha256 = excluded.code_sha256, expires_at = excluded.expires_at, tries = 0",
+            params![user, key_hash(&code), expires_at],
+        )?;
+        Ok((code, expires_at))
     }
 
     /// The account behind a token, when it is still active.
@@ -217,7 +282,7 @@ impl Store {
     /// The user an MCP key belongs to (looked up by its hash), or `None`
     /// when the key is unknown, revoked or expired (30 s of clock skew
     /// allowed) or its account is inactive: one and the same refusal
-    /// (seed 002 L7 §0.2, L48 item 7).
+    /// (seed 002 L7 §0.2, L83 item 7).
     pub fn mcp_user(&self, now: i64, key_sha256: &str) -> ApiResult<Option<User>> {
         let row: Option<(UserId, i64, Option<i64>, Option<i64>)> = self
             .conn

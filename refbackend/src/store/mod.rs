@@ -161,6 +161,12 @@ CREATE TABLE IF NOT EXISTS agent_usage (
     tokens_out INTEGER,
     updated_at INTEGER NOT NULL
 );
+CREATE TABLE IF NOT EXISTS login_codes (
+    user_id INTEGER PRIMARY KEY REFERENCES users(id),
+    code_sha256 TEXT NOT NULL,
+    expires_at INTEGER NOT NULL,
+    tries INTEGER NOT NULL DEFAULT 0
+);
 CREATE TABLE IF NOT EXISTS windows (
     id TEXT PRIMARY KEY,
     user_id INTEGER NOT NULL REFERENCES users(id),
@@ -573,10 +579,22 @@ mod tests {
             .unwrap();
         }
         let mut store = Store::open(Some(&path)).unwrap();
-        // Every old account is active; its agents keep the fixed code.
-        for email in ["bolt@example.test", "ann@example.test"] {
-            assert!(store.fixed_code_user(email).unwrap().is_some(), "{email}");
-        }
+        // Every old account is active; its agents keep the fixed code, its
+        // people log in with a one-time code.
+        let fixed = limits::FIXED_LOGIN_CODE;
+        assert!(
+            store
+                .login_user(5, "bolt@example.test", fixed)
+                .unwrap()
+                .is_some()
+        );
+        let (code, _) = store.issue_login_code(5, 2).unwrap();
+        assert!(
+            store
+                .login_user(5, "ann@example.test", &code)
+                .unwrap()
+                .is_some()
+        );
         assert!(store.active_user(1).unwrap().is_some());
         let (key, _) = store
             .create_provision_key(10, &CreateProvisionKey::default())
@@ -589,6 +607,11 @@ mod tests {
         };
         let r = store.redeem(11, &req, None).unwrap();
         assert_eq!((r.user.username.as_str(), r.user.is_agent), ("nova", true));
-        assert!(store.fixed_code_user(&r.user.email).unwrap().is_some());
+        assert!(
+            store
+                .login_user(12, &r.user.email, fixed)
+                .unwrap()
+                .is_some()
+        );
     }
 }

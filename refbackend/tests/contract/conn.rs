@@ -42,7 +42,7 @@ async fn slow_header_connections_are_closed_and_do_not_keep_others_out() {
     for i in 0..cap * 3 {
         let mut s = TcpStream::connect(srv.run.addr).await.unwrap();
         if i % 2 == 1 {
-            s.write_all(b"GET /v1/me HTTP/1.1\r\nHost: loopback\r\nX-Half: ")
+            s.write_all(b"GET /v1/me HTTP/1.1\r\nHost: localhost\r\nX-Half: ")
                 .await
                 .unwrap();
         }
@@ -77,7 +77,7 @@ async fn a_body_that_stops_arriving_is_answered_408_and_the_connection_closed() 
     let mut s = TcpStream::connect(srv.run.addr).await.unwrap();
     // Headers in full, then 10 of the 100 bytes promised, then nothing.
     let head = format!(
-        "POST {} HTTP/1.1\r\nHost: loopback\r\nAuthorization: Bearer {token}\r\n\
+        "POST {} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {token}\r\n\
          Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{{\"tokens_i",
         routes::USAGE
     );
@@ -103,7 +103,7 @@ async fn a_connection_that_sends_its_headers_in_time_is_served() {
     // In two writes: a pause between them is not a slow client.
     s.write_all(b"GET /v1/me HTTP/1.1\r\n").await.unwrap();
     tokio::task::yield_now().await;
-    s.write_all(b"Host: loopback\r\nConnection: close\r\n\r\n")
+    s.write_all(b"Host: localhost\r\nConnection: close\r\n\r\n")
         .await
         .unwrap();
     let mut resp = Vec::new();

@@ -5,9 +5,13 @@
 
 mod auth;
 mod bad_input;
+mod bodies;
 mod cards;
+mod citations;
 mod conn;
 mod events;
+mod exposure;
+mod load;
 mod mcp;
 mod messages;
 mod oracles;

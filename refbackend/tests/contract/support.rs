@@ -78,16 +78,33 @@ impl Srv {
             .expect("room created")
     }
 
+    /// Log `user` in: an agent with the fixed code, a person with a
+    /// one-time code the operator issues.
     pub async fn login(&self, user: &User) -> String {
+        let code = self.login_code(user).await;
         let r = self
             .post(
                 None,
                 routes::LOGIN,
-                json!({"email": user.email, "code": "123456"}),
+                json!({"email": user.email, "code": code}),
             )
             .await;
         assert_eq!(r.status, 200, "login: {}", r.body);
         r.body["token"].as_str().unwrap().to_string()
+    }
+
+    /// The code `user` logs in with: the fixed one for an agent, a fresh
+    /// one-time code for a person.
+    pub async fn login_code(&self, user: &User) -> String {
+        if user.is_agent {
+            hoop_core::limits::FIXED_LOGIN_CODE.to_string()
+        } else {
+            self.admin
+                .issue_login_code(user.id)
+                .await
+                .expect("code issued")
+                .code
+        }
     }
 
     pub async fn send_req(&self, rb: reqwest::RequestBuilder, token: Option<&str>) -> Resp {
