@@ -271,7 +271,7 @@ async fn the_readme_walk_from_an_empty_home_to_a_second_redeem_after_a_failure()
         })
         .await
         .unwrap();
-    let key = w.key(ProvisionKind::Sentinel, None).await;
+    let key = w.key(ProvisionKind::Sentinel, Some(room.id)).await;
     let home = tempfile::tempdir().unwrap();
     // "You need the claude CLI (and node) on your PATH": the pinned one.
     let claude = std::env::var("HOOP_CLAUDE_BIN")

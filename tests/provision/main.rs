@@ -128,7 +128,7 @@ async fn a_sentinel_redeem_writes_the_home_and_says_what_to_run_next() {
         })
         .await
         .unwrap();
-    let key = w.key(ProvisionKind::Sentinel, None).await;
+    let key = w.key(ProvisionKind::Sentinel, Some(room.id)).await;
     let room_arg = room.id.to_string();
     let out = w
         .hoop(
