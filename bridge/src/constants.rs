@@ -13,10 +13,18 @@ pub const TASKS_EVERY_ROUNDS: u64 = 6;
 /// `work_beat` runs every 12th round (60 s): the backend's `next_beat_sec`,
 /// well inside the 3-minute presence timeout.
 pub const BEAT_EVERY_ROUNDS: u64 = 12;
-/// A room whose list entry changed is read with `chat_read limit 10`
-/// (the seed's number; more than 10 new messages in one 5 s round can miss a
-/// ring, which CODEX.md states and the overflow line does not repair).
+/// A room whose list entry changed is read with `chat_read limit 10` (the
+/// seed's number: one round's usual traffic in one call).
 pub const READ_LIMIT: u32 = 10;
+/// When that read says `truncated` and its oldest message is still past the
+/// room's baseline, older pages are read with `before` at this size (the
+/// backend's most, seed 002 L19 item 3) until the baseline is reached —
+/// the seed's doorbell stopped at 10 and "more than 10 may miss a ring".
+pub const READ_PAGE_LIMIT: u32 = 50;
+/// At most this many reads of one room in one round (10 + 4 × 50 = 210
+/// messages, within the 300-id dedup memory). Past it the overflow line
+/// names the room: a flood cannot spend the key's 300 calls a minute.
+pub const READ_PAGES_MAX: usize = 5;
 /// At most this many event lines a round; the rest become one overflow line,
 /// so a flood cannot bury the window's own conversation.
 pub const MAX_LINES_PER_ROUND: usize = 20;

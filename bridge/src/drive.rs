@@ -151,11 +151,13 @@ where
             item = s.next() => match item {
                 Ok(Some(Item::Event(e))) => {
                     heard = tokio::time::Instant::now();
+                    streamed(w, &e);
                     let mut t = trigger_of(&e);
                     // A burst is one round.
                     while let Ok(Ok(Some(Item::Event(more)))) =
                         tokio::time::timeout(PUSH_COALESCE, s.next()).await
                     {
+                        streamed(w, &more);
                         t = merge(t, trigger_of(&more));
                     }
                     t
@@ -187,6 +189,19 @@ where
                 return Ok(());
             }
         }
+    }
+}
+
+/// A message the stream delivered arrived after the account joined its room
+/// (the stream only carries rooms it is a member of): the watcher keeps it
+/// for a room it has not seen yet.
+fn streamed(w: &mut Watcher, e: &WsEvent) {
+    if let WsEvent::MessageNew {
+        conversation_id,
+        message,
+    } = e
+    {
+        w.heard(*conversation_id, message.id);
     }
 }
 

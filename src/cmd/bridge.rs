@@ -69,9 +69,12 @@ pub struct HandoverArgs {
 
 #[derive(clap::Args, Debug)]
 pub struct WatchArgs {
-    /// The account's user id (its own messages never ring; its mentions do).
+    /// The account's user id (its own messages never ring; its mentions
+    /// do). Default: the id recorded in the home `hoop provision redeem`
+    /// wrote for this key (`<hoop root>/<name>/reinforcement.json` next to
+    /// the same `.mcp_key`).
     #[arg(long, env = "HOOP_BRIDGE_ME")]
-    pub me: UserId,
+    pub me: Option<UserId>,
     /// A file holding the MCP key (`hoopmcp_…`); default: ~/.claude.json's
     /// mcpServers.hoop.headers.Authorization.
     #[arg(long)]
@@ -174,18 +177,78 @@ fn read_key(p: &Path) -> anyhow::Result<String> {
     Ok(config::key_from_file(&text)?)
 }
 
-/// This installation's id: made once, kept in the bridge directory.
+/// The account the key belongs to, when `--me` does not say: the home
+/// `hoop provision redeem` wrote for a reinforcement account holds the key
+/// (`.mcp_key`) and the account it was minted for (`reinforcement.json`,
+/// `user_id` from the redeem answer; seed 002 L29: the key is minted for
+/// that account and handed over with its `claude mcp add` line). The
+/// backend's `window_register` answers only a window id, so the home is
+/// the one place the window already has that names the account.
+fn account_of(a: &WatchArgs, key: &str) -> anyhow::Result<UserId> {
+    if let Some(me) = a.me {
+        return Ok(me);
+    }
+    let root = hoop_core::home::root()?;
+    let mut names: Vec<String> = std::fs::read_dir(&root)
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .filter_map(|e| e.file_name().into_string().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    for name in names {
+        let Ok(home) = hoop_core::home::Home::new(&root, &name) else {
+            continue;
+        };
+        let Ok(k) = std::fs::read_to_string(home.mcp_key_path()) else {
+            continue;
+        };
+        if k.trim() != key {
+            continue;
+        }
+        if let Some(r) = hoop_provision::redeem::ReinforcementRecord::load(&home) {
+            return Ok(r.user_id);
+        }
+    }
+    bail!(
+        "cannot tell which account this key belongs to: no home under {} holds it with its \
+         {} (hoop provision redeem writes both); give --me <the account's user id>",
+        root.display(),
+        hoop_provision::redeem::REINFORCEMENT_FILE
+    )
+}
+
+/// This installation's id: made once, kept in the bridge directory. Two
+/// watchers starting together must end with the same id, so it is created
+/// exclusively (a complete temp file hard-linked into place: the link fails
+/// when the file exists) and then read back, never overwritten.
 fn installation_id(dir: &Path) -> anyhow::Result<String> {
     let p = dir.join("installation_id");
-    if let Ok(s) = std::fs::read_to_string(&p)
-        && !s.trim().is_empty()
-    {
-        return Ok(s.trim().to_string());
+    let read = || -> Option<String> {
+        std::fs::read_to_string(&p)
+            .ok()
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+    };
+    if let Some(id) = read() {
+        return Ok(id);
     }
-    let id = format!("inst-{}", unique());
-    write_atomic(&p, id.as_bytes(), WriteOptions::default())
-        .with_context(|| format!("writing {}", p.display()))?;
-    Ok(id)
+    let tmp = dir.join(format!(".installation_id.{}", unique()));
+    write_atomic(
+        &tmp,
+        format!("inst-{}", unique()).as_bytes(),
+        WriteOptions::default(),
+    )
+    .with_context(|| format!("writing {}", tmp.display()))?;
+    let linked = std::fs::hard_link(&tmp, &p);
+    let _ = std::fs::remove_file(&tmp);
+    match linked {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(e).with_context(|| format!("creating {}", p.display())),
+    }
+    read().with_context(|| format!("{} is empty: remove it to make a new one", p.display()))
 }
 
 fn unique() -> String {
@@ -282,9 +345,10 @@ fn watch_config(a: &WatchArgs) -> anyhow::Result<(WatchConfig, PathBuf)> {
         write_json_atomic(&claims_path, &merged, WriteOptions::default())
             .with_context(|| format!("writing {}", claims_path.display()))?;
     }
+    let me = account_of(a, &endpoint.key)?;
     let cfg = WatchConfig {
         endpoint,
-        me: a.me,
+        me,
         register: RegisterWindow {
             installation_id: installation_id(&dir)?,
             machine: machine(),

@@ -6,6 +6,8 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+mod window;
+
 use hoop_api::admin::{AdminClient, CreateConversation, CreateUser, PostAs};
 use hoop_api::types::{SendMessage, User};
 

@@ -84,6 +84,18 @@ async fn filters_in_order_each_message_rings_or_not() {
             vec![Mention::User(w.nova.id)],
         )
         .await,
+        // The array names the other AI, the body names this one: the one
+        // mention rule rings (array OR body).
+        Some("mention"),
+    ));
+    want.push((
+        w.post_m(
+            &two_ai,
+            &w.ann,
+            "@boltx look",
+            vec![Mention::User(w.nova.id)],
+        )
+        .await,
         None,
     ));
     want.push((
@@ -135,17 +147,26 @@ async fn twenty_lines_then_one_overflow_line() {
     }
     let evs = w.tick(&mut b).await;
     assert_eq!(evs.len(), MAX_LINES_PER_ROUND + 1);
+    // Which 20, in which order: every room read in list order, each
+    // oldest first; the last 4 of room c are the ones counted.
+    let shown: Vec<i64> = evs.iter().filter_map(|e| e.message_id).collect();
+    assert_eq!(shown, posted[..MAX_LINES_PER_ROUND].to_vec());
     let last = evs.last().unwrap().line();
     assert_eq!(
         last,
-        "🔔 4 more event(s) this round not shown: read the rooms | type=notice kind=overflow"
+        format!(
+            "🔔 4 more event(s) this round not shown (4 dm) in room(s) {} \"c\": read the rooms \
+             | type=notice kind=overflow",
+            rooms[2].id
+        )
     );
-    // Every posted id is remembered and every baseline advanced, rung or not.
+    // Every posted id is remembered and every baseline advanced to the
+    // room's last posted id, rung or not.
     for id in &posted {
         assert!(b.state().seen(*id), "{id} remembered");
     }
-    for r in &rooms {
-        assert_eq!(b.state().rooms[&r.id], r.id.max(b.state().rooms[&r.id]));
+    for (r, ids) in rooms.iter().zip(posted.chunks(8)) {
+        assert_eq!(b.state().rooms[&r.id], *ids.last().unwrap(), "room {}", r.title);
     }
     assert!(
         w.tick(&mut b).await.is_empty(),
