@@ -442,3 +442,141 @@ fn a_burst_a_card_while_down_a_join_and_a_two_ai_mention_ring_once_in_the_right_
         "the card is window 1's"
     );
 }
+
+#[test]
+fn the_windows_own_card_actions_do_not_ring_a_card_from_someone_else_does() {
+    use hoop_api::types::Card;
+    use hoop_api::types::mcp::{WorkTaskProgressArgs, WorkTaskStartArgs};
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let b = rt.block_on(backend());
+    let bolt = rt.block_on(user(&b, "bolt", true));
+    let ann = rt.block_on(user(&b, "ann", false));
+    let work = room(&rt, &b, "work", true, &[&bolt, &ann]);
+    let key = rt.block_on(b.admin.mint_mcp_key(bolt.id)).unwrap().key;
+    let m = Machine::new(&b, &bolt, &key);
+    // Polling: every card change is looked at within six rounds.
+    let w = m.start(&["--session", "s1", "--fallback", "--no-push"]);
+    start_line(&w);
+    wait_baseline(&m.bridge_dir().join("state-s1.json"), work.id);
+    let mcp = hoop_api::McpClient::new(hoop_api::McpConfig::new(b.run.base_url(), key)).unwrap();
+    let mine: Card = rt
+        .block_on(mcp.call(
+            hoop_api::types::mcp::WORK_TASK_START,
+            &WorkTaskStartArgs {
+                conversation_id: work.id,
+                title: "my own".into(),
+                message_id: None,
+                parent_id: None,
+            },
+        ))
+        .unwrap();
+    let _: serde_json::Value = rt
+        .block_on(mcp.call(
+            hoop_api::types::mcp::WORK_TASK_PROGRESS,
+            &WorkTaskProgressArgs {
+                task_id: mine.id,
+                line: "halfway".into(),
+            },
+        ))
+        .unwrap();
+    let theirs = rt
+        .block_on(b.admin.create_card(&AdminCreateCard {
+            conversation_id: work.id,
+            task: AssignTask {
+                title: "from ann".into(),
+                assignee_id: Some(bolt.id),
+                ..Default::default()
+            },
+            creator_id: Some(ann.id),
+        }))
+        .unwrap();
+    // The first line is the card someone else made: the window's own
+    // start and progress rang nothing before it.
+    assert_eq!(
+        until(&w.out, |_| true),
+        vec![format!(
+            "🔔 card #{} \"from ann\" is queued | type=task_assigned conversation_id={} \
+             message_id=- sender_id=-",
+            theirs.id, work.id
+        )],
+        "own card #{}",
+        mine.id
+    );
+}
+
+#[test]
+fn a_reply_sent_under_another_account_is_reported_not_passed_as_sent() {
+    use std::io::Write as _;
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let b = rt.block_on(backend());
+    let bolt = rt.block_on(user(&b, "bolt", true));
+    let ann = rt.block_on(user(&b, "ann", false));
+    let dm = room(&rt, &b, "dm", false, &[&bolt, &ann]);
+    let key = rt.block_on(b.admin.mint_mcp_key(bolt.id)).unwrap().key;
+    let m = Machine::new(&b, &bolt, &key);
+    let channel = |me: i64| {
+        let mut c = m.cmd(&["--session", "ch", "--fallback", "--me", &me.to_string()]);
+        let mut args: Vec<std::ffi::OsString> = c.get_args().map(|a| a.to_owned()).collect();
+        args[1] = "channel".into();
+        let mut ch = Command::new(env!("CARGO_BIN_EXE_hoop"));
+        ch.args(args)
+            .env("HOOP_ROOT", m.root.path())
+            .env("HOOP_LOG", "warn")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        c = ch;
+        let mut child = Reaped(c.spawn().unwrap());
+        let stdin = child.0.stdin.take().unwrap();
+        let out = lines_of(child.0.stdout.take().unwrap());
+        (child, stdin, out)
+    };
+    let answer = |stdin: &mut std::process::ChildStdin,
+                  out: &mpsc::Receiver<String>,
+                  id: i64,
+                  text: &str| {
+        let msgs = [
+            serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-06-18", "capabilities": {},
+                "clientInfo": {"name": "test", "version": "0"}}}),
+            serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+            serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+                "name": "reply", "arguments": {"conversation_id": dm.id, "text": text}}}),
+        ];
+        for v in msgs {
+            writeln!(stdin, "{v}").unwrap();
+        }
+        stdin.flush().unwrap();
+        let line = until(out, |l| {
+            serde_json::from_str::<serde_json::Value>(l).is_ok_and(|v| v["id"] == id)
+        })
+        .pop()
+        .unwrap();
+        serde_json::from_str::<serde_json::Value>(&line).unwrap()
+    };
+    // The window says it is ann, the key is bolt's: the reply goes out as
+    // bolt, and the window is told so.
+    let (_c, mut stdin, out) = channel(ann.id);
+    let r = answer(&mut stdin, &out, 7, "hello from the window");
+    let sent = rt.block_on(b.admin.read_messages(dm.id, 5, None)).unwrap();
+    let m1 = sent
+        .messages
+        .iter()
+        .find(|x| x.body == "hello from the window")
+        .unwrap();
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    assert_eq!(
+        r["result"]["content"][0]["text"],
+        format!(
+            "sent #{} to room {}, but as @bolt (user {}), not as this window's account (user {}): \
+             the key this window uses belongs to another account; fix the key (or --me) before \
+             replying again",
+            m1.id, dm.id, bolt.id, ann.id
+        )
+    );
+    drop((_c, stdin));
+    // The right account: a plain success.
+    let (_c, mut stdin, out) = channel(bolt.id);
+    let r = answer(&mut stdin, &out, 8, "second");
+    assert_eq!(r["result"]["isError"], false, "{r}");
+}

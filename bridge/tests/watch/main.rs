@@ -166,7 +166,12 @@ async fn twenty_lines_then_one_overflow_line() {
         assert!(b.state().seen(*id), "{id} remembered");
     }
     for (r, ids) in rooms.iter().zip(posted.chunks(8)) {
-        assert_eq!(b.state().rooms[&r.id], *ids.last().unwrap(), "room {}", r.title);
+        assert_eq!(
+            b.state().rooms[&r.id],
+            *ids.last().unwrap(),
+            "room {}",
+            r.title
+        );
     }
     assert!(
         w.tick(&mut b).await.is_empty(),
