@@ -92,9 +92,12 @@ pub struct WatchArgs {
     /// Ask the backend to make this the fallback window.
     #[arg(long)]
     pub fallback: bool,
-    /// The window's native session id (one watcher per window).
-    #[arg(long, env = "HOOP_WINDOW_SESSION", default_value = "default")]
-    pub session: String,
+    /// The window's native session id (one watcher per window). Default:
+    /// the session Claude Code exports to the commands it starts
+    /// (`CLAUDE_CODE_SESSION_ID`), else Codex's `--thread`, else `default`.
+    /// A second watcher of the same session in one directory is refused.
+    #[arg(long, env = "HOOP_WINDOW_SESSION")]
+    pub session: Option<String>,
     /// The window's client: `claude-code` (lines on stdout) or `codex`
     /// (each event also handed to the codex command, kept pending until
     /// acknowledged).
@@ -326,12 +329,52 @@ fn print(lines: &[Event]) -> bool {
     out.flush().is_ok()
 }
 
+/// The environment variable Claude Code sets to the session's id in the
+/// commands it starts (observed in a hook's environment,
+/// `shared/claude-cli/OBSERVED.md`).
+const CLAUDE_SESSION_ENV: &str = "CLAUDE_CODE_SESSION_ID";
+
+/// The window's native session: `--session`, else Claude Code's session
+/// id, else a Codex window's thread, else `default`.
+fn session_of(a: &WatchArgs) -> String {
+    a.session
+        .clone()
+        .or_else(|| std::env::var(CLAUDE_SESSION_ENV).ok())
+        .or_else(|| (a.client == "codex").then(|| a.thread.clone()).flatten())
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "default".into())
+}
+
+/// One watcher per window session in one bridge directory: two sharing a
+/// session would share its state and its window id (one assignment for
+/// two windows, a message rung twice and another in neither). Held for the
+/// process's life; the kernel frees it when the process dies.
+fn lock_session(dir: &Path, session: &str) -> anyhow::Result<hoop_sentinel::lock::Held> {
+    let path = dir.join(format!("window-{}.lock", safe(session)));
+    match hoop_sentinel::lock::account(&path) {
+        Ok(held) => Ok(held),
+        Err(hoop_sentinel::lock::LockError::Busy { holder, .. }) => bail!(
+            "another watcher already runs for window session {session:?} in {} ({holder} holds \
+             {}): give this window its own --session (Claude Code exports \
+             {CLAUDE_SESSION_ENV} to the commands it starts), or stop the other watcher",
+            dir.display(),
+            path.display()
+        ),
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// The watcher's configuration from the command line and the bridge's
-/// directory (created), and that directory.
-fn watch_config(a: &WatchArgs) -> anyhow::Result<(WatchConfig, PathBuf)> {
+/// directory (created), that directory, and the window's session lock.
+fn watch_config(
+    a: &WatchArgs,
+) -> anyhow::Result<(WatchConfig, PathBuf, hoop_sentinel::lock::Held)> {
     let endpoint = endpoint(a)?;
     let dir = state_dir_of(a.state_dir.clone())?;
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let session = session_of(a);
+    let held = lock_session(&dir, &session)?;
     let allow_path = dir.join("allow.json");
     let allowlist = match std::fs::read_to_string(&allow_path) {
         Ok(t) => Allowlist::parse(&t).with_context(|| allow_path.display().to_string())?,
@@ -353,22 +396,22 @@ fn watch_config(a: &WatchArgs) -> anyhow::Result<(WatchConfig, PathBuf)> {
             installation_id: installation_id(&dir)?,
             machine: machine(),
             client: a.client.clone(),
-            native_session_id: a.session.clone(),
+            native_session_id: session.clone(),
             runtime_id: format!("rt-{}", unique()),
             rooms_hint: a.rooms.clone(),
             fallback_hint: a.fallback,
         },
         local_rooms: a.rooms.clone(),
-        state_path: dir.join(format!("state-{}.json", safe(&a.session))),
+        state_path: dir.join(format!("state-{}.json", safe(&session))),
         claims_path: Some(claims_path),
         allowlist,
     };
-    Ok((cfg, dir))
+    Ok((cfg, dir, held))
 }
 
 fn channel(a: WatchArgs) -> anyhow::Result<ExitCode> {
-    let (cfg, dir) = watch_config(&a)?;
-    let seen = dir.join(format!("say_seen-{}.json", safe(&a.session)));
+    let (cfg, dir, _held) = watch_config(&a)?;
+    let seen = dir.join(format!("say_seen-{}.json", safe(&session_of(&a))));
     let poll = Duration::from_secs_f64(a.poll_secs.max(0.01));
     let ch = Channel::new(cfg, Arc::new(SystemClock::default()), poll, seen)?;
     super::runtime()?.block_on(serve_stdio(ch))?;
@@ -409,7 +452,7 @@ fn handover(a: HandoverArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn watch(a: WatchArgs) -> anyhow::Result<ExitCode> {
-    let (cfg, dir) = watch_config(&a)?;
+    let (cfg, dir, _held) = watch_config(&a)?;
     let codex_store = (a.client == "codex").then(|| codex::Store::new(&dir));
     let poll = Duration::from_secs_f64(a.poll_secs.max(0.01));
     let rt = super::runtime()?;

@@ -66,6 +66,8 @@ fn watch_cmd(b: &Backend, me: &User, key_file: &std::path::Path, dir: &std::path
     .arg("--state-dir")
     .arg(dir)
     .env("HOOP_LOG", "warn")
+    .env_remove("HOOP_WINDOW_SESSION")
+    .env_remove("CLAUDE_CODE_SESSION_ID")
     .stdout(Stdio::piped())
     .stderr(Stdio::null());
     c
@@ -420,7 +422,8 @@ async fn watch_for_codex_keeps_the_event_pending_until_acked() {
             script.display()
         ));
     let child = Reaped(cmd.spawn().unwrap());
-    let state = dir.path().join("state-default.json");
+    // A Codex window's session is its thread.
+    let state = dir.path().join("state-T1.json");
     let start = Instant::now();
     while !state.exists() {
         assert!(start.elapsed() < WAIT, "the watcher never wrote its state");

@@ -97,6 +97,7 @@ impl Machine {
             .env("HOOP_ROOT", self.root.path())
             .env_remove("HOOP_BRIDGE_ME")
             .env_remove("HOOP_WINDOW_SESSION")
+            .env_remove("CLAUDE_CODE_SESSION_ID")
             .env("HOOP_LOG", "warn")
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -111,6 +112,27 @@ impl Machine {
             _child: child,
             out,
             err,
+        }
+    }
+}
+
+/// Run a command expected to exit, within [`WAIT`]: one that keeps running
+/// is killed and fails the test instead of hanging it.
+fn exits(mut c: Command) -> std::process::Output {
+    let child = c.stdin(Stdio::null()).spawn().unwrap();
+    let pid = child.id();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(WAIT) {
+        Ok(out) => out.unwrap(),
+        Err(_) => {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid as i32),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+            panic!("{c:?} did not exit within {WAIT:?}");
         }
     }
 }
@@ -235,11 +257,9 @@ fn without_me_the_window_finds_its_account_and_says_it_rings_for_nothing() {
 
     // A key no home holds: the refusal names the cause and the fix.
     let other = tempfile::tempdir().unwrap();
-    let out = m
-        .cmd(&["--fallback"])
-        .env("HOOP_ROOT", other.path())
-        .output()
-        .unwrap();
+    let mut c = m.cmd(&["--fallback"]);
+    c.env("HOOP_ROOT", other.path());
+    let out = exits(c);
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -579,4 +599,46 @@ fn a_reply_sent_under_another_account_is_reported_not_passed_as_sent() {
     let (_c, mut stdin, out) = channel(bolt.id);
     let r = answer(&mut stdin, &out, 8, "second");
     assert_eq!(r["result"]["isError"], false, "{r}");
+}
+
+#[test]
+fn a_second_watcher_on_the_same_session_in_one_directory_is_refused() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let b = rt.block_on(backend());
+    let bolt = rt.block_on(user(&b, "bolt", true));
+    let ann = rt.block_on(user(&b, "ann", false));
+    let dm = room(&rt, &b, "dm", false, &[&bolt, &ann]);
+    let key = rt.block_on(b.admin.mint_mcp_key(bolt.id)).unwrap().key;
+    let m = Machine::new(&b, &bolt, &key);
+    let rooms = dm.id.to_string();
+    // No --session: the first takes "default".
+    let w1 = m.start(&["--rooms", &rooms]);
+    start_line(&w1);
+    let out = exits(m.cmd(&["--fallback"]));
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let dir = m.bridge_dir();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "another watcher already runs for window session \"default\" in {} (pid {} holds \
+             {}): give this window its own --session (Claude Code exports CLAUDE_CODE_SESSION_ID \
+             to the commands it starts), or stop the other watcher",
+            dir.display(),
+            w1._child.0.id(),
+            dir.join("window-default.lock").display()
+        )),
+        "{err}"
+    );
+    // Claude Code's session id names the window: a second window runs.
+    let mut c = m.cmd(&["--fallback"]);
+    c.env("CLAUDE_CODE_SESSION_ID", "9f1c-window-two");
+    let mut child = Reaped(c.spawn().unwrap());
+    let err2 = lines_of(child.0.stderr.take().unwrap());
+    assert!(
+        until(&err2, |l| l.starts_with("hoop bridge: "))
+            .last()
+            .unwrap()
+            .contains("rings for")
+    );
+    wait_baseline(&dir.join("state-9f1c-window-two.json"), dm.id);
 }
