@@ -250,9 +250,24 @@ mod tests {
     #[test]
     fn merged_triggers() {
         use Trigger::*;
-        assert_eq!(merge(Some(Message), Some(Message)), Some(Message));
-        assert_eq!(merge(Some(Message), Some(Tasks)), Some(Connected));
-        assert_eq!(merge(None, Some(Tasks)), Some(Tasks));
-        assert_eq!(merge(Some(Tasks), None), Some(Tasks));
+        // Every pair of (none, message, tasks): same kinds stay, two kinds
+        // make a full round, nothing adds nothing.
+        let cases = [
+            (None, None, None),
+            (None, Some(Message), Some(Message)),
+            (None, Some(Tasks), Some(Tasks)),
+            (Some(Message), None, Some(Message)),
+            (Some(Tasks), None, Some(Tasks)),
+            (Some(Message), Some(Message), Some(Message)),
+            (Some(Tasks), Some(Tasks), Some(Tasks)),
+            (Some(Message), Some(Tasks), Some(Connected)),
+            (Some(Tasks), Some(Message), Some(Connected)),
+            (Some(Connected), Some(Message), Some(Connected)),
+            (Some(Message), Some(Connected), Some(Connected)),
+            (Some(Connected), None, Some(Connected)),
+        ];
+        for (a, b, want) in cases {
+            assert_eq!(merge(a, b), want, "{a:?} + {b:?}");
+        }
     }
 }

@@ -317,6 +317,14 @@ async fn channel_speaks_mcp_over_stdio_pushes_events_and_replies_through_the_gat
     );
     let r = next_json(&rx, |v| v["id"] == 5).await;
     assert_eq!(r["result"]["isError"], true, "{r}");
+    let page = b.admin.read_messages(room.id, 5, None).await.unwrap();
+    let mine: Vec<_> = page
+        .messages
+        .iter()
+        .filter(|x| x.sender_id == bolt.id)
+        .map(|x| x.body.as_str())
+        .collect();
+    assert_eq!(mine, vec!["on it"], "the refused markdown sent nothing");
     drop(child);
 }
 
@@ -478,4 +486,36 @@ async fn watch_for_codex_keeps_the_event_pending_until_acked() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!("receipt written for m{}\n", m.id)
+    );
+    assert!(
+        dir.path()
+            .join("codex")
+            .join("receipts")
+            .join(format!("m{}", m.id))
+            .exists(),
+        "the receipt exists"
+    );
+    // The next round forgets what was read: the pending entry is gone.
+    let mut again = watch_cmd(&b, &bolt, &key_file, dir.path());
+    again
+        .args(["--client", "codex", "--thread", "T1", "--codex-cmd"])
+        .arg(format!(
+            "{} queue --thread {{thread}} --message {{text}}",
+            script.display()
+        ))
+        .args(["--max-rounds", "1"]);
+    let out = tokio::time::timeout(WAIT, tokio::task::spawn_blocking(move || again.output()))
+        .await
+        .expect("one round ends")
+        .unwrap()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        !pending.exists(),
+        "{} still pending after its ack",
+        pending.display()
+    );
 }
