@@ -65,6 +65,11 @@ pub struct HandoverArgs {
     pub codex_cmd: String,
     #[arg(long)]
     pub state_dir: Option<PathBuf>,
+    /// The window whose thread switches (its watcher's session; for a Codex
+    /// window, the thread it was started with). Default: the one window
+    /// with a store in the directory.
+    #[arg(long, env = "HOOP_WINDOW_SESSION")]
+    pub session: Option<String>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -419,7 +424,20 @@ fn channel(a: WatchArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn handover(a: HandoverArgs) -> anyhow::Result<ExitCode> {
-    let store = codex::Store::new(&state_dir_of(a.state_dir.clone())?);
+    let dir = state_dir_of(a.state_dir.clone())?;
+    let store = match a.session.as_deref().map(safe) {
+        Some(s) => codex::Store::for_window(&dir, &s),
+        None => match codex::Store::windows(&dir).as_slice() {
+            [] => codex::Store::new(&dir),
+            [one] => codex::Store::for_window(&dir, one),
+            many => bail!(
+                "{} windows have a store in {}: give --session with one of {}",
+                many.len(),
+                dir.display(),
+                many.join(", ")
+            ),
+        },
+    };
     let rt = super::runtime()?;
     let result = rt.block_on(async {
         let summary = match (&a.summary_file, &a.summary_cmd) {
@@ -453,7 +471,8 @@ fn handover(a: HandoverArgs) -> anyhow::Result<ExitCode> {
 
 fn watch(a: WatchArgs) -> anyhow::Result<ExitCode> {
     let (cfg, dir, _held) = watch_config(&a)?;
-    let codex_store = (a.client == "codex").then(|| codex::Store::new(&dir));
+    let codex_store =
+        (a.client == "codex").then(|| codex::Store::for_window(&dir, &safe(&session_of(&a))));
     let poll = Duration::from_secs_f64(a.poll_secs.max(0.01));
     let rt = super::runtime()?;
     rt.block_on(async move {

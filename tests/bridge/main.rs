@@ -455,6 +455,8 @@ async fn watch_for_codex_keeps_the_event_pending_until_acked() {
     let pending = dir
         .path()
         .join("codex")
+        .join("windows")
+        .join("T1")
         .join("pending")
         .join(format!("m{}.json", m.id));
     let start = Instant::now();
@@ -470,7 +472,14 @@ async fn watch_for_codex_keeps_the_event_pending_until_acked() {
         assert!(
             start.elapsed() < WAIT,
             "codex was never called: {text:?}; pending: {:?}",
-            std::fs::read_dir(dir.path().join("codex").join("pending")).map(|d| d
+            std::fs::read_dir(
+                dir.path()
+                    .join("codex")
+                    .join("windows")
+                    .join("T1")
+                    .join("pending")
+            )
+            .map(|d| d
                 .filter_map(Result::ok)
                 .map(|e| e.file_name())
                 .collect::<Vec<_>>())
@@ -493,6 +502,8 @@ async fn watch_for_codex_keeps_the_event_pending_until_acked() {
     assert!(
         dir.path()
             .join("codex")
+            .join("windows")
+            .join("T1")
             .join("receipts")
             .join(format!("m{}", m.id))
             .exists(),

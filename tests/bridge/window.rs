@@ -642,3 +642,100 @@ fn a_second_watcher_on_the_same_session_in_one_directory_is_refused() {
     );
     wait_baseline(&dir.join("state-9f1c-window-two.json"), dm.id);
 }
+
+#[test]
+fn two_codex_windows_in_one_directory_never_hand_over_each_others_events() {
+    use std::os::unix::fs::PermissionsExt;
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let b = rt.block_on(backend());
+    let bolt = rt.block_on(user(&b, "bolt", true));
+    let ann = rt.block_on(user(&b, "ann", false));
+    let r2 = room(&rt, &b, "two", false, &[&bolt, &ann]);
+    let r3 = room(&rt, &b, "three", false, &[&bolt, &ann]);
+    let key = rt.block_on(b.admin.mint_mcp_key(bolt.id)).unwrap().key;
+    let m = Machine::new(&b, &bolt, &key);
+    // Window C's codex refuses everything; window D's records what it got.
+    let calls = m.root.path().join("calls-d");
+    let script = m.root.path().join("codex-d");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nprintf '%s|' \"$@\" >> {}\necho >> {0}\n",
+            calls.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let d_cmd = format!(
+        "{} queue --thread {{thread}} --message {{text}}",
+        script.display()
+    );
+    let (s2, s3) = (r2.id.to_string(), r3.id.to_string());
+    let c = m.start(&[
+        "--client",
+        "codex",
+        "--thread",
+        "TC",
+        "--rooms",
+        &s2,
+        "--codex-cmd",
+        "false {thread} {text}",
+    ]);
+    let d = m.start(&[
+        "--client",
+        "codex",
+        "--thread",
+        "TD",
+        "--rooms",
+        &s3,
+        "--codex-cmd",
+        &d_cmd,
+    ]);
+    start_line(&c);
+    start_line(&d);
+    let dir = m.bridge_dir();
+    wait_baseline(&dir.join("state-TC.json"), r2.id);
+    wait_baseline(&dir.join("state-TD.json"), r3.id);
+    let for_c = post(&rt, &b, r2.id, &ann, "for window C", vec![]);
+    let c_pending = dir
+        .join("codex")
+        .join("windows")
+        .join("TC")
+        .join("pending")
+        .join(format!("m{}.json", for_c.id));
+    let end = Instant::now() + WAIT;
+    while !c_pending.exists() {
+        assert!(Instant::now() < end, "C never kept its event pending");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // Once C's event waits in C's store, D hands over its own next event;
+    // C's never reaches D's thread.
+    let for_d = post(&rt, &b, r3.id, &ann, "for window D", vec![]);
+    let end = Instant::now() + WAIT;
+    let text = loop {
+        let text = std::fs::read_to_string(&calls).unwrap_or_default();
+        if text.contains(&format!("message_id={}", for_d.id)) {
+            break text;
+        }
+        assert!(
+            Instant::now() < end,
+            "D never handed over its event: {text:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert_eq!(
+        text,
+        format!(
+            "queue|--thread|TD|--message|🔔 @ann in three: for window D | type=dm conversation_id={} \
+             message_id={} sender_id={} (when read: hoop bridge ack m{} --state-dir {})|\n",
+            r3.id,
+            for_d.id,
+            ann.id,
+            for_d.id,
+            dir.display()
+        ),
+        "C's event #{} never handed to D",
+        for_c.id
+    );
+    assert!(c_pending.exists(), "C's event still pending in C's store");
+}

@@ -112,9 +112,11 @@ async fn pending_first_then_handed_to_the_thread_until_accepted() {
             "--thread".into(),
             "T1".into(),
             "--message".into(),
-            "🔔 @ann in dm: hello 42 | type=dm conversation_id=3 message_id=42 sender_id=2 \
-             (when read: hoop bridge ack m42)"
-                .to_string(),
+            format!(
+                "🔔 @ann in dm: hello 42 | type=dm conversation_id=3 message_id=42 sender_id=2 \
+                 (when read: hoop bridge ack m42 --state-dir {})",
+                dir.path().display()
+            ),
         ]
     );
     // Accepted once: not handed again.
