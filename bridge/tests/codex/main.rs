@@ -25,9 +25,10 @@ impl StandIn {
             &script,
             format!(
                 "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\" >> {calls}; done\necho -- >> {calls}\n\
-                 case \"$(cat {mode} 2>/dev/null)\" in\n  fail) echo 'no such thread' >&2; exit 1;;\n  hang) exec sleep 30;;\nesac\nexit 0\n",
+                 case \"$(cat {mode} 2>/dev/null)\" in\n  fail) echo 'no such thread' >&2; exit 1;;\n  hang) exec sleep 30;;\n  hang-child) sleep 30 & echo $! > {child}; wait;;\nesac\nexit 0\n",
                 calls = dir.path().join("calls").display(),
                 mode = dir.path().join("mode").display(),
+                child = dir.path().join("child").display(),
             ),
         )
         .unwrap();
@@ -211,6 +212,59 @@ async fn a_hanging_codex_is_cut_off_and_the_event_stays_pending() {
         "bounded by the timeout"
     );
     assert_eq!(store.pending().unwrap()[0].delivered_at, None);
+}
+
+/// Is `pid` running (a zombie waiting for its reaper is not)? Without
+/// `/proc` this cannot be told: fail loudly.
+fn running(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+        Err(e) => panic!("cannot read /proc/{pid}/stat: {e}"),
+    }
+}
+
+#[tokio::test]
+async fn a_timed_out_codex_dies_with_the_children_it_started() {
+    assert!(
+        std::path::Path::new("/proc/self/stat").exists(),
+        "this test needs /proc"
+    );
+    let codex_bin = StandIn::new();
+    codex_bin.mode("hang-child");
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::for_window(dir.path(), "w");
+    store.put(&event(6), 1000).unwrap();
+    store
+        .pump(
+            &codex_bin.template,
+            Some("T1"),
+            1000,
+            Duration::from_millis(500),
+        )
+        .await
+        .unwrap();
+    let child_file = codex_bin.dir.path().join("child");
+    let pid: i32 = std::fs::read_to_string(&child_file)
+        .expect("the stand-in started its child before the timeout")
+        .trim()
+        .parse()
+        .unwrap();
+    let end = Instant::now() + Duration::from_secs(20);
+    while running(pid) {
+        assert!(
+            Instant::now() < end,
+            "the codex command's child {pid} outlived its timeout"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        store.pending().unwrap()[0].delivered_at,
+        None,
+        "still pending"
+    );
 }
 
 #[tokio::test]
