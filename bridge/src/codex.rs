@@ -351,20 +351,53 @@ impl Store {
                         }
                         Handed::Refused(why) => {
                             tracing::warn!(id = %p.id, %why, "codex did not take the event; it stays pending");
+                            let waited = now - p.created_at;
+                            if !p.alerted && waited >= CODEX_RECEIPT_ALERT.as_secs() as i64 {
+                                // Refused round after round: say so once,
+                                // in the log and on the window's output.
+                                p.alerted = true;
+                                self.save(&p)?;
+                                let text = format!(
+                                    "event {} could not be handed to codex for {waited} s (thread {thread}): {why}",
+                                    p.id
+                                );
+                                tracing::error!("{text}");
+                                alerts.push(Event::notice("undelivered", text));
+                            }
                         }
                     }
                 }
                 Action::Alert => {
                     p.alerted = true;
                     self.save(&p)?;
-                    alerts.push(Event::notice(
+                    let alert = Event::notice(
                         "unreceived",
                         format!(
                             "event {} was handed to codex {} s ago and has no receipt yet",
                             p.id,
                             now - p.delivered_at.unwrap_or(now)
                         ),
-                    ));
+                    );
+                    // Nobody reads a Codex window's stdout: the alert goes
+                    // to the window's own thread the same way, and the log.
+                    tracing::warn!(id = %p.id, "{}", alert.summary);
+                    if let Some(thread) = self
+                        .thread()
+                        .or_else(|| fallback_thread.map(str::to_string))
+                    {
+                        let text = format!(
+                            "{} (when read: hoop bridge ack {} --state-dir {})",
+                            alert.line(),
+                            p.id,
+                            shell_word(&self.bridge_dir.display().to_string())
+                        );
+                        if let Handed::Refused(why) =
+                            hand(&command_argv(template, &thread, &text), timeout).await
+                        {
+                            tracing::error!(id = %p.id, %why, "the alert did not reach the codex thread");
+                        }
+                    }
+                    alerts.push(alert);
                 }
                 Action::Wait => {}
             }

@@ -188,6 +188,59 @@ async fn no_receipt_for_120_s_alerts_once() {
                 .to_string()
         )]
     );
+    // The alert also reached the window's thread (nobody reads a Codex
+    // window's stdout): the event, then the alert, nothing more.
+    let calls = codex_bin.calls();
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    assert_eq!(
+        calls[1],
+        vec![
+            "queue".to_string(),
+            "--thread".into(),
+            "T1".into(),
+            "--message".into(),
+            format!(
+                "🔔 event m9 was handed to codex 120 s ago and has no receipt yet | type=notice \
+                 kind=unreceived (when read: hoop bridge ack m9 --state-dir {})",
+                dir.path().display()
+            ),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn an_event_codex_keeps_refusing_is_alerted_once_after_120_s() {
+    let codex_bin = StandIn::new();
+    codex_bin.mode("fail");
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::for_window(dir.path(), "w");
+    store.put(&event(11), 1000).unwrap();
+    let mut lines = vec![];
+    for now in [1000, 1015, 1119, 1120, 1135, 1500] {
+        for e in store
+            .pump(&codex_bin.template, Some("T1"), now, T)
+            .await
+            .unwrap()
+        {
+            lines.push((now, e.line()));
+        }
+    }
+    assert_eq!(
+        lines,
+        vec![(
+            1120,
+            "🔔 event m11 could not be handed to codex for 120 s (thread T1): ".to_string()
+                + &format!(
+                    "{} exited exit status: 1: no such thread | type=notice kind=undelivered",
+                    codex_bin.dir.path().join("codex").display()
+                )
+        )]
+    );
+    assert_eq!(
+        store.pending().unwrap()[0].delivered_at,
+        None,
+        "still pending"
+    );
 }
 
 #[tokio::test]
