@@ -739,3 +739,47 @@ fn two_codex_windows_in_one_directory_never_hand_over_each_others_events() {
     );
     assert!(c_pending.exists(), "C's event still pending in C's store");
 }
+
+#[test]
+fn windows_started_together_keep_their_window_ids_across_a_restart() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let b = rt.block_on(backend());
+    let bolt = rt.block_on(user(&b, "bolt", true));
+    let key = rt.block_on(b.admin.mint_mcp_key(bolt.id)).unwrap().key;
+    let m = Machine::new(&b, &bolt, &key);
+    let sessions: Vec<String> = (0..6).map(|i| format!("s{i}")).collect();
+    let run_all = || {
+        // All at the same moment, one round each, on a fresh directory the
+        // first time: each must end with the one installation id.
+        let children: Vec<_> = sessions
+            .iter()
+            .map(|s| {
+                let mut c = m.cmd(&["--session", s, "--fallback", "--max-rounds", "1"]);
+                c.stdout(Stdio::null()).stderr(Stdio::null());
+                c
+            })
+            .collect();
+        let handles: Vec<_> = children
+            .into_iter()
+            .map(|c| std::thread::spawn(move || exits(c)))
+            .collect();
+        for h in handles {
+            assert!(h.join().unwrap().status.success());
+        }
+        sessions
+            .iter()
+            .map(|s| {
+                let st: serde_json::Value = serde_json::from_slice(
+                    &std::fs::read(m.bridge_dir().join(format!("state-{s}.json"))).unwrap(),
+                )
+                .unwrap();
+                st["window_id"].as_str().unwrap().to_string()
+            })
+            .collect::<Vec<_>>()
+    };
+    let first = run_all();
+    let again = run_all();
+    for (s, (a, b)) in sessions.iter().zip(first.iter().zip(&again)) {
+        assert_eq!(a, b, "window {s} kept its id across a restart");
+    }
+}
