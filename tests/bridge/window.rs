@@ -355,6 +355,10 @@ fn a_burst_a_card_while_down_a_join_and_a_two_ai_mention_ring_once_in_the_right_
 
     let w1 = m.start(&w1_args);
     let w2 = m.start(&w2_args);
+    // Each has connected (its event stream is open before its first round)
+    // once it reports what it rings for.
+    start_line(&w1);
+    start_line(&w2);
     let overflow = |l: &str| l.ends_with("type=notice kind=overflow");
     let mut lines1 = until(&w1.out, overflow);
     // Cards and direct mentions first, then the oldest group talk; the
