@@ -15,6 +15,7 @@ use hoop_api::types::WsEvent;
 
 use crate::constants::{
     BEAT_EVERY_ROUNDS, BRIDGE_POLL, PUSH_COALESCE, PUSH_QUIET_LIMIT, PUSH_RETRY, PUSH_SAFETY_ROUND,
+    TASKS_EVERY_ROUNDS,
 };
 use crate::detect::Event;
 use crate::watch::{Plan, Stop, Watcher};
@@ -37,6 +38,7 @@ pub enum Trigger {
 pub struct PushSchedule {
     last_full: Option<Duration>,
     last_beat: Option<Duration>,
+    last_tasks: Option<Duration>,
 }
 
 fn due(last: Option<Duration>, now: Duration, every: Duration) -> bool {
@@ -48,18 +50,25 @@ impl PushSchedule {
     /// 30 s rule).
     pub fn plan(&mut self, now: Duration, trigger: Trigger) -> Plan {
         let beat_every = BRIDGE_POLL * BEAT_EVERY_ROUNDS as u32;
+        // The stream announces a new card, not a card cancelled or put back
+        // by someone: cards are still looked at every 30 s, as in polling.
+        let tasks_every = BRIDGE_POLL * TASKS_EVERY_ROUNDS as u32;
         let full =
             matches!(trigger, Trigger::Connected) || due(self.last_full, now, PUSH_SAFETY_ROUND);
         let beat = due(self.last_beat, now, beat_every);
+        let tasks = full || trigger == Trigger::Tasks || due(self.last_tasks, now, tasks_every);
         if full {
             self.last_full = Some(now);
         }
         if beat {
             self.last_beat = Some(now);
         }
+        if tasks {
+            self.last_tasks = Some(now);
+        }
         Plan {
             list: full || trigger == Trigger::Message,
-            tasks: full || trigger == Trigger::Tasks,
+            tasks,
             beat,
         }
     }
@@ -236,8 +245,12 @@ mod tests {
             (5, Trigger::Tick, plan(false, false, false)),
             (7, Trigger::Message, plan(true, false, false)),
             (9, Trigger::Tasks, plan(false, true, false)),
+            (35, Trigger::Tick, plan(false, false, false)),
+            // cards every 30 s, whatever the stream says
+            (39, Trigger::Tick, plan(false, true, false)),
             (60, Trigger::Tick, plan(false, false, true)),
             (65, Trigger::Tick, plan(false, false, false)),
+            (69, Trigger::Message, plan(true, true, false)),
             (600, Trigger::Tick, plan(true, true, true)),
             (605, Trigger::Message, plan(true, false, false)),
             (606, Trigger::Connected, plan(true, true, false)),
