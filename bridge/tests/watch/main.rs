@@ -219,12 +219,17 @@ async fn the_dedup_memory_stops_a_second_ring_even_below_the_baseline() {
     st.save(&cfg.state_path).unwrap();
     let mut b = w.watcher(cfg.clone());
     assert!(w.tick(&mut b).await.is_empty());
-    // The memory is bounded.
+    // The memory is bounded, and it is the oldest ids that go: the newest
+    // DEDUP_IDS, in order.
     let mut st = hoop_bridge::state::State::default();
     for id in 0..(DEDUP_IDS as i64 + 50) {
         st.remember(dm.id, id);
     }
-    assert_eq!(st.seen.len(), DEDUP_IDS);
+    assert_eq!(
+        st.seen.iter().copied().collect::<Vec<_>>(),
+        (50..DEDUP_IDS as i64 + 50).collect::<Vec<_>>()
+    );
+    assert!(!st.seen(49) && st.seen(50));
 }
 
 #[tokio::test]
@@ -482,7 +487,11 @@ async fn push_and_polling_detect_the_same_events() {
             poll: Duration::from_secs(60),
         },
     );
-    // The push window's first (catch-up) round has taken its baseline.
+    // The push window's first (catch-up) round has taken its baseline. That
+    // alone does not prove the stream is up (a refused stream falls back to
+    // polling, whose first tick also writes the state); what does is below:
+    // the events arrive within `collect`'s 15 s while the next poll is 60 s
+    // away.
     let start = tokio::time::Instant::now();
     while !push_cfg.state_path.exists() {
         assert!(start.elapsed() < Duration::from_secs(10));
@@ -499,13 +508,15 @@ async fn push_and_polling_detect_the_same_events() {
     let mut by_push = collect(&mut rx, by_poll.len()).await;
     by_poll.sort();
     by_push.sort();
-    assert_eq!(
-        by_poll.len(),
-        3,
-        "{by_poll:?} of {:?}",
-        posted.iter().map(|m| m.id).collect::<Vec<_>>()
-    );
-    assert_eq!(by_push, by_poll, "the same events, each once");
+    // The ids are pinned: the DM twice, the mention; the plain two-AI
+    // message in neither.
+    let want = vec![
+        (posted[0].id, "dm"),
+        (posted[2].id, "mention"),
+        (posted[3].id, "dm"),
+    ];
+    assert_eq!(by_poll, want, "polling");
+    assert_eq!(by_push, want, "push: the same events, each once");
     // Nothing more comes by push (no double ring).
     assert!(
         tokio::time::timeout(Duration::from_millis(500), rx.recv())
