@@ -64,3 +64,9 @@ pub const PUSH_QUIET_LIMIT: Duration = Duration::from_secs(45);
 pub const PUSH_RETRY: Duration = Duration::from_secs(60);
 /// Events arriving within this of each other become one round.
 pub const PUSH_COALESCE: Duration = Duration::from_millis(100);
+/// A watcher restarted quickly (its Monitor restarted it) waits this long
+/// for the previous watcher of the same window session to finish dying and
+/// free the session lock, before refusing to start.
+pub const SESSION_LOCK_WAIT: Duration = Duration::from_secs(5);
+/// How often that wait tries the lock again.
+pub const SESSION_LOCK_RETRY: Duration = Duration::from_millis(100);

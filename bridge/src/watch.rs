@@ -535,7 +535,20 @@ pub fn pid_alive(pid: u32) -> bool {
         return false;
     }
     match nix::sys::signal::kill(nix::unistd::Pid::from_raw(raw), None) {
-        Ok(()) => true,
+        Ok(()) => !zombie(raw),
         Err(e) => e == nix::errno::Errno::EPERM,
     }
+}
+
+/// A process that has exited but whose parent has not collected it yet
+/// answers signal 0, yet holds nothing (its files, locks are closed): dead
+/// for every purpose here. Known where `/proc` exists; elsewhere "no".
+fn zombie(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            s.rsplit_once(')')
+                .map(|(_, rest)| rest.trim_start().starts_with('Z'))
+        })
+        .unwrap_or(false)
 }

@@ -16,7 +16,8 @@ use hoop_bridge::clock::SystemClock;
 use hoop_bridge::codex;
 use hoop_bridge::config::{self, Allowlist, Endpoint};
 use hoop_bridge::constants::{
-    BRIDGE_POLL, EXIT_KEY_REJECTED, EXIT_NO_HANDOVER, HANDOVER_SUMMARY_TIMEOUT,
+    BRIDGE_POLL, EXIT_KEY_REJECTED, EXIT_NO_HANDOVER, HANDOVER_SUMMARY_TIMEOUT, SESSION_LOCK_RETRY,
+    SESSION_LOCK_WAIT,
 };
 use hoop_bridge::detect::Event;
 use hoop_bridge::drive::{DriveConfig, drive};
@@ -357,7 +358,28 @@ fn session_of(a: &WatchArgs) -> String {
 /// process's life; the kernel frees it when the process dies.
 fn lock_session(dir: &Path, session: &str) -> anyhow::Result<hoop_sentinel::lock::Held> {
     let path = dir.join(format!("window-{}.lock", safe(session)));
-    match hoop_sentinel::lock::account(&path) {
+    // A quick restart: the previous watcher may still be dying. Taking the
+    // lock before the claims file is written also means its claims are
+    // dropped (dead) and this process's recorded, never the dying pid.
+    let give_up = std::time::Instant::now() + SESSION_LOCK_WAIT;
+    let mut taken = hoop_sentinel::lock::account(&path);
+    let mut said = false;
+    while std::time::Instant::now() < give_up {
+        let Err(hoop_sentinel::lock::LockError::Busy { holder, .. }) = &taken else {
+            break;
+        };
+        if !said {
+            said = true;
+            eprintln!(
+                "hoop bridge: waiting up to {} s for the watcher of window session {session:?} \
+                 ({holder}) to exit",
+                SESSION_LOCK_WAIT.as_secs()
+            );
+        }
+        std::thread::sleep(SESSION_LOCK_RETRY);
+        taken = hoop_sentinel::lock::account(&path);
+    }
+    match taken {
         Ok(held) => Ok(held),
         Err(hoop_sentinel::lock::LockError::Busy { holder, .. }) => bail!(
             "another watcher already runs for window session {session:?} in {} ({holder} holds \

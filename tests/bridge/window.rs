@@ -787,3 +787,43 @@ fn windows_started_together_keep_their_window_ids_across_a_restart() {
         assert_eq!(a, b, "window {s} kept its id across a restart");
     }
 }
+
+#[test]
+fn a_quick_restart_waits_for_the_dying_watcher_and_claims_its_rooms_itself() {
+    use nix::sys::signal::{Signal, kill};
+    use nix::unistd::Pid;
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let b = rt.block_on(backend());
+    let bolt = rt.block_on(user(&b, "bolt", true));
+    let ann = rt.block_on(user(&b, "ann", false));
+    let dm = room(&rt, &b, "dm", false, &[&bolt, &ann]);
+    let key = rt.block_on(b.admin.mint_mcp_key(bolt.id)).unwrap().key;
+    let m = Machine::new(&b, &bolt, &key);
+    let rooms = dm.id.to_string();
+    let old = m.start(&["--session", "w", "--rooms", &rooms]);
+    start_line(&old);
+    let old_pid = Pid::from_raw(old._child.0.id() as i32);
+    // The old watcher hangs on its way out; the new one is started.
+    kill(old_pid, Signal::SIGSTOP).unwrap();
+    let new = m.start(&["--session", "w", "--rooms", &rooms]);
+    assert_eq!(
+        until(&new.err, |l| l.starts_with("hoop bridge: "))
+            .pop()
+            .unwrap(),
+        format!(
+            "hoop bridge: waiting up to 5 s for the watcher of window session \"w\" (pid {old_pid}) \
+             to exit"
+        )
+    );
+    // Then the old one dies: the new one takes over, not refused.
+    kill(old_pid, Signal::SIGKILL).unwrap();
+    start_line(&new);
+    let claims: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(m.bridge_dir().join("claims.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        claims,
+        serde_json::json!({ rooms.clone(): new._child.0.id() }),
+        "the room is claimed by the live watcher, not the dead {old_pid}"
+    );
+}
