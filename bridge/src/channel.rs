@@ -142,6 +142,9 @@ impl Channel {
             reader: Reader::Mcp,
         };
         match send::send(&self.sender, &req, &self.seen_path).await {
+            Ok(Sent::Ok(m)) if m.sender_id != self.me() => {
+                CallToolResult::error(vec![ContentBlock::text(wrong_sender(&m, self.me()))])
+            }
             Ok(Sent::Ok(m)) => CallToolResult::success(vec![ContentBlock::text(format!(
                 "sent #{} to room {}",
                 m.id, m.conversation_id
@@ -155,6 +158,23 @@ impl Channel {
             Err(e) => CallToolResult::error(vec![ContentBlock::text(format!("not sent: {e}"))]),
         }
     }
+}
+
+/// A reply that went out under another account: the MCP endpoint sends as
+/// the account the machine's key belongs to, not as this window's, and says
+/// nothing about it (seed 002 L21: "check sender_id after sending"; L83
+/// item 3). The message is out; the window must know it was not its own.
+pub fn wrong_sender(m: &hoop_api::types::Message, me: UserId) -> String {
+    let who = if m.sender_username.is_empty() {
+        format!("user {}", m.sender_id)
+    } else {
+        format!("@{} (user {})", m.sender_username, m.sender_id)
+    };
+    format!(
+        "sent #{} to room {}, but as {who}, not as this window's account (user {me}): the key \
+         this window uses belongs to another account; fix the key (or --me) before replying again",
+        m.id, m.conversation_id
+    )
 }
 
 /// Serve the channel on stdin/stdout until the session closes it.

@@ -16,6 +16,13 @@
 //!    summary exists and was queued to the new thread; otherwise exit 78
 //!    and the old thread stays (never a bare thread).
 //!
+//! Each window has its own store (`<dir>/codex/windows/<session>/`: its
+//! pending events, receipts and thread), so two Codex windows sharing a
+//! bridge directory never hand each other's events over or follow each
+//! other's handover. [`Store::new`] is the machine's view: it lists every
+//! window's pending events (the status line's count) and `ack` finds the
+//! window that holds the id.
+//!
 //! Pure cores: [`next_action`], [`event_id`], [`command_argv`]; the rest
 //! moves files and runs the command.
 
@@ -136,10 +143,15 @@ pub fn command_argv(template: &str, thread: &str, text: &str) -> Vec<String> {
         .collect()
 }
 
-/// The store under `<dir>/codex/`.
+/// A store under `<dir>/codex/` (the machine's view) or
+/// `<dir>/codex/windows/<session>/` (one window's).
 #[derive(Debug, Clone)]
 pub struct Store {
     dir: PathBuf,
+    /// The bridge directory (named in the ack hint).
+    bridge_dir: PathBuf,
+    /// One window's store; the machine's view also reads every window's.
+    window: bool,
 }
 
 /// The outcome of handing one event to the command.
@@ -150,10 +162,48 @@ pub enum Handed {
 }
 
 impl Store {
+    /// The machine's view of the bridge directory's stores.
     pub fn new(bridge_dir: &Path) -> Store {
         Store {
             dir: bridge_dir.join("codex"),
+            bridge_dir: bridge_dir.to_path_buf(),
+            window: false,
         }
+    }
+
+    /// One window's store (`session` is already a safe file name).
+    pub fn for_window(bridge_dir: &Path, session: &str) -> Store {
+        Store {
+            dir: bridge_dir.join("codex").join("windows").join(session),
+            bridge_dir: bridge_dir.to_path_buf(),
+            window: true,
+        }
+    }
+
+    /// The windows that have a store, by session.
+    pub fn windows(bridge_dir: &Path) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(bridge_dir.join("codex").join("windows"))
+            .map(|d| {
+                d.filter_map(Result::ok)
+                    .filter_map(|e| e.file_name().into_string().ok())
+                    .collect()
+            })
+            .unwrap_or_default();
+        v.sort();
+        v
+    }
+
+    /// This store and, for the machine's view, every window's.
+    fn all(&self) -> Vec<Store> {
+        let mut v = vec![self.clone()];
+        if !self.window {
+            v.extend(
+                Store::windows(&self.bridge_dir)
+                    .iter()
+                    .map(|w| Store::for_window(&self.bridge_dir, w)),
+            );
+        }
+        v
     }
 
     fn pending_path(&self, id: &str) -> PathBuf {
@@ -202,8 +252,18 @@ impl Store {
         Ok(Some(id))
     }
 
-    /// Every pending event, oldest first.
+    /// Every pending event, oldest first (the machine's view: every
+    /// window's).
     pub fn pending(&self) -> Result<Vec<Pending>, CodexError> {
+        let mut out = vec![];
+        for s in self.all() {
+            out.extend(s.own_pending()?);
+        }
+        out.sort_by(|a: &Pending, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+        Ok(out)
+    }
+
+    fn own_pending(&self) -> Result<Vec<Pending>, CodexError> {
         let d = self.dir.join("pending");
         let rd = match std::fs::read_dir(&d) {
             Ok(rd) => rd,
@@ -229,6 +289,16 @@ impl Store {
         if !valid_id(id) {
             return Err(CodexError::BadId(id.into()));
         }
+        // The window that holds the id (the machine's view finds it).
+        let holder = self
+            .all()
+            .into_iter()
+            .find(|s| s.pending_path(id).exists() || s.receipt_path(id).exists())
+            .unwrap_or_else(|| self.clone());
+        holder.ack_here(id)
+    }
+
+    fn ack_here(&self, id: &str) -> Result<(), CodexError> {
         let r = self.receipt_path(id);
         if !self.pending_path(id).exists() && !r.exists() {
             return Err(CodexError::Unknown(id.into()));
@@ -257,7 +327,7 @@ impl Store {
         timeout: Duration,
     ) -> Result<Vec<Event>, CodexError> {
         let mut alerts = vec![];
-        for mut p in self.pending()? {
+        for mut p in self.own_pending()? {
             match next_action(&p, self.receipt_path(&p.id).exists(), now) {
                 Action::Done => {
                     let path = self.pending_path(&p.id);
@@ -268,7 +338,12 @@ impl Store {
                         .thread()
                         .or_else(|| fallback_thread.map(str::to_string))
                         .ok_or(CodexError::NoThread)?;
-                    let text = format!("{} (when read: hoop bridge ack {})", p.line, p.id);
+                    let text = format!(
+                        "{} (when read: hoop bridge ack {} --state-dir {})",
+                        p.line,
+                        p.id,
+                        shell_word(&self.bridge_dir.display().to_string())
+                    );
                     match hand(&command_argv(template, &thread, &text), timeout).await {
                         Handed::Accepted => {
                             p.delivered_at = Some(now);
@@ -276,20 +351,53 @@ impl Store {
                         }
                         Handed::Refused(why) => {
                             tracing::warn!(id = %p.id, %why, "codex did not take the event; it stays pending");
+                            let waited = now - p.created_at;
+                            if !p.alerted && waited >= CODEX_RECEIPT_ALERT.as_secs() as i64 {
+                                // Refused round after round: say so once,
+                                // in the log and on the window's output.
+                                p.alerted = true;
+                                self.save(&p)?;
+                                let text = format!(
+                                    "event {} could not be handed to codex for {waited} s (thread {thread}): {why}",
+                                    p.id
+                                );
+                                tracing::error!("{text}");
+                                alerts.push(Event::notice("undelivered", text));
+                            }
                         }
                     }
                 }
                 Action::Alert => {
                     p.alerted = true;
                     self.save(&p)?;
-                    alerts.push(Event::notice(
+                    let alert = Event::notice(
                         "unreceived",
                         format!(
                             "event {} was handed to codex {} s ago and has no receipt yet",
                             p.id,
                             now - p.delivered_at.unwrap_or(now)
                         ),
-                    ));
+                    );
+                    // Nobody reads a Codex window's stdout: the alert goes
+                    // to the window's own thread the same way, and the log.
+                    tracing::warn!(id = %p.id, "{}", alert.summary);
+                    if let Some(thread) = self
+                        .thread()
+                        .or_else(|| fallback_thread.map(str::to_string))
+                    {
+                        let text = format!(
+                            "{} (when read: hoop bridge ack {} --state-dir {})",
+                            alert.line(),
+                            p.id,
+                            shell_word(&self.bridge_dir.display().to_string())
+                        );
+                        if let Handed::Refused(why) =
+                            hand(&command_argv(template, &thread, &text), timeout).await
+                        {
+                            tracing::error!(id = %p.id, %why, "the alert did not reach the codex thread");
+                        }
+                    }
+                    alerts.push(alert);
                 }
                 Action::Wait => {}
             }
@@ -298,27 +406,52 @@ impl Store {
     }
 }
 
+/// A path as one shell word (quoted when it needs to be), so the hint can be
+/// pasted as it is.
+fn shell_word(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+:@%".contains(c))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
 /// Run the command with a timeout; exit 0 = accepted.
 pub async fn hand(argv: &[String], timeout: Duration) -> Handed {
     let Some((prog, args)) = argv.split_first() else {
         return Handed::Refused("empty command".into());
     };
+    // Its own process group: a command that times out is killed with every
+    // child it started (a wrapper script's `codex` would outlive it).
     let child = tokio::process::Command::new(prog)
         .args(args)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
+        .process_group(0)
         .kill_on_drop(true)
         .spawn();
     let child = match child {
         Ok(c) => c,
         Err(e) => return Handed::Refused(format!("cannot run {prog}: {e}")),
     };
+    let group = child.id().and_then(|p| i32::try_from(p).ok());
     match tokio::time::timeout(timeout, child.wait_with_output()).await {
-        Err(_) => Handed::Refused(format!(
-            "{prog} did not answer within {} s",
-            timeout.as_secs_f32()
-        )),
+        Err(_) => {
+            if let Some(g) = group {
+                let _ = nix::sys::signal::killpg(
+                    nix::unistd::Pid::from_raw(g),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
+            Handed::Refused(format!(
+                "{prog} did not answer within {} s",
+                timeout.as_secs_f32()
+            ))
+        }
         Ok(Err(e)) => Handed::Refused(e.to_string()),
         Ok(Ok(o)) if o.status.success() => Handed::Accepted,
         Ok(Ok(o)) => Handed::Refused(format!(

@@ -13,10 +13,18 @@ pub const TASKS_EVERY_ROUNDS: u64 = 6;
 /// `work_beat` runs every 12th round (60 s): the backend's `next_beat_sec`,
 /// well inside the 3-minute presence timeout.
 pub const BEAT_EVERY_ROUNDS: u64 = 12;
-/// A room whose list entry changed is read with `chat_read limit 10`
-/// (the seed's number; more than 10 new messages in one 5 s round can miss a
-/// ring, which CODEX.md states and the overflow line does not repair).
+/// A room whose list entry changed is read with `chat_read limit 10` (the
+/// seed's number: one round's usual traffic in one call).
 pub const READ_LIMIT: u32 = 10;
+/// When that read says `truncated` and its oldest message is still past the
+/// room's baseline, older pages are read with `before` at this size (the
+/// backend's most, seed 002 L19 item 3) until the baseline is reached —
+/// the seed's doorbell stopped at 10 and "more than 10 may miss a ring".
+pub const READ_PAGE_LIMIT: u32 = 50;
+/// At most this many reads of one room in one round (10 + 4 × 50 = 210
+/// messages, within the 300-id dedup memory). Past it the overflow line
+/// names the room: a flood cannot spend the key's 300 calls a minute.
+pub const READ_PAGES_MAX: usize = 5;
 /// At most this many event lines a round; the rest become one overflow line,
 /// so a flood cannot bury the window's own conversation.
 pub const MAX_LINES_PER_ROUND: usize = 20;
@@ -56,3 +64,9 @@ pub const PUSH_QUIET_LIMIT: Duration = Duration::from_secs(45);
 pub const PUSH_RETRY: Duration = Duration::from_secs(60);
 /// Events arriving within this of each other become one round.
 pub const PUSH_COALESCE: Duration = Duration::from_millis(100);
+/// A watcher restarted quickly (its Monitor restarted it) waits this long
+/// for the previous watcher of the same window session to finish dying and
+/// free the session lock, before refusing to start.
+pub const SESSION_LOCK_WAIT: Duration = Duration::from_secs(5);
+/// How often that wait tries the lock again.
+pub const SESSION_LOCK_RETRY: Duration = Duration::from_millis(100);

@@ -11,7 +11,8 @@
 use std::collections::BTreeMap;
 
 use hoop_api::types::{
-    Card, CardId, CardStatus, Conversation, ConversationId, Member, Message, MessageId, UserId,
+    Card, CardId, CardStatus, Conversation, ConversationId, Member, Message, MessageId,
+    MessageKind, UserId,
 };
 use hoop_core::mention::{Me, mentions_me};
 
@@ -70,10 +71,12 @@ impl Event {
     /// (a notice: `🔔 <summary> | type=notice kind=<…>`). A field that does
     /// not apply is `-`.
     pub fn line(&self) -> String {
-        let summary = one_line(&self.summary);
         if let Some(k) = self.notice {
-            return format!("🔔 {summary} | type=notice kind={k}");
+            // A notice is the toolkit's own words (an overflow line names
+            // every room it counts): flattened, never cut.
+            return format!("🔔 {} | type=notice kind={k}", flat(&self.summary));
         }
+        let summary = one_line(&self.summary);
         let f = |v: Option<i64>| v.map_or_else(|| "-".to_string(), |v| v.to_string());
         format!(
             "🔔 {summary} | type={} conversation_id={} message_id={} sender_id={}",
@@ -88,11 +91,7 @@ impl Event {
 /// A summary as one line: whitespace runs become one space, `|` (the field
 /// separator) becomes `/`, cut at [`SUMMARY_MAX_CHARS`] with `…`.
 pub fn one_line(s: &str) -> String {
-    let flat: String = s
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
-        .replace('|', "/");
+    let flat = flat(s);
     if flat.chars().count() <= SUMMARY_MAX_CHARS {
         return flat;
     }
@@ -129,6 +128,14 @@ pub fn fresh(
         .collect();
     v.sort_by_key(|m| m.id);
     v
+}
+
+/// Whitespace runs as one space, `|` as `/`.
+fn flat(s: &str) -> String {
+    s.split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .replace('|', "/")
 }
 
 /// What the filters know about one room.
@@ -184,9 +191,14 @@ pub fn message_event(m: &Message, kind: Kind, room_title: &str) -> Event {
     } else {
         format!("@{}", m.sender_username)
     };
+    // A voice message's body is its waveform: nothing a person can read.
+    let body = match m.kind {
+        MessageKind::Voice => "voice message",
+        _ => m.body.as_str(),
+    };
     Event {
         kind,
-        summary: format!("{who} in {room_title}: {}", m.body),
+        summary: format!("{who} in {room_title}: {body}"),
         conversation_id: Some(m.conversation_id),
         message_id: Some(m.id),
         sender_id: Some(m.sender_id),
@@ -201,8 +213,19 @@ pub struct CardMark {
     pub updated_at: i64,
 }
 
-/// Cards new since the last look (`task_assigned`, only while live) or
-/// changed (`task_updated`), with the marks to keep (the cards listed now).
+/// Did someone other than the account put a card in this status? The
+/// account itself claims (`working`, also `work_task_start`'s second half),
+/// reports progress (still `working`) and finishes (`done` / `failed`);
+/// a card reaches `queued` (assigned or put back) or `cancelled` (stopped,
+/// or cut with its parent) by someone else's hand (seed 002 L19 items 5–7).
+pub fn set_by_someone_else(status: CardStatus) -> bool {
+    matches!(status, CardStatus::Queued | CardStatus::Cancelled)
+}
+
+/// Cards new since the last look (`task_assigned`) or changed
+/// (`task_updated`), with the marks to keep (the cards listed now). Only
+/// what someone else did rings ([`set_by_someone_else`]): the window's own
+/// `work_task_start`, progress and finish never ring back into it.
 pub fn card_events<'a>(
     cards: &'a [Card],
     known: &BTreeMap<CardId, CardMark>,
@@ -214,9 +237,10 @@ pub fn card_events<'a>(
             status: c.status,
             updated_at: c.updated_at,
         };
+        let theirs = set_by_someone_else(c.status);
         match known.get(&c.id) {
-            None if c.status.is_live() => out.push((Kind::TaskAssigned, c)),
-            Some(old) if *old != mark => out.push((Kind::TaskUpdated, c)),
+            None if theirs && c.status.is_live() => out.push((Kind::TaskAssigned, c)),
+            Some(old) if theirs && *old != mark => out.push((Kind::TaskUpdated, c)),
             _ => {}
         }
         marks.insert(c.id, mark);
@@ -241,25 +265,89 @@ pub fn card_event(kind: Kind, c: &Card) -> Event {
     }
 }
 
-/// At most [`MAX_LINES_PER_ROUND`] events, then one overflow notice for the
-/// rest (no queue replays them: the rooms hold them).
-pub fn cap(mut events: Vec<Event>) -> Vec<Event> {
-    if events.len() <= MAX_LINES_PER_ROUND {
-        return events;
+/// Which lines ring first when a round has more than the cap: notices
+/// (down, recovered), then cards and direct mentions (a DM, an @mention),
+/// then plain group talk.
+fn priority(e: &Event) -> u8 {
+    match e.kind {
+        Kind::Notice => 0,
+        Kind::TaskAssigned | Kind::TaskUpdated | Kind::Dm | Kind::Mention => 1,
+        Kind::Group => 2,
     }
-    let rest = events.len() - MAX_LINES_PER_ROUND;
-    events.truncate(MAX_LINES_PER_ROUND);
-    events.push(Event::notice(
-        "overflow",
-        format!("{rest} more event(s) this round not shown: read the rooms"),
-    ));
+}
+
+/// The kinds in the order the overflow line counts them.
+const COUNT_ORDER: [Kind; 5] = [
+    Kind::TaskAssigned,
+    Kind::TaskUpdated,
+    Kind::Dm,
+    Kind::Mention,
+    Kind::Group,
+];
+
+/// `5 "ops", 7 "dev"`: each room by id and title.
+fn name_rooms(
+    rooms: &std::collections::BTreeSet<ConversationId>,
+    titles: &BTreeMap<ConversationId, String>,
+) -> String {
+    rooms
+        .iter()
+        .map(|r| match titles.get(r) {
+            Some(t) if !t.is_empty() => format!("{r} {t:?}"),
+            _ => r.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// At most [`MAX_LINES_PER_ROUND`] events, cards and direct mentions first
+/// ([`priority`], stable), then one overflow notice that counts the rest
+/// per kind and names their rooms, and names the rooms whose backlog went
+/// past the read bound (`unread`: older messages there were not read at
+/// all). No queue replays them: the rooms hold them.
+pub fn cap(
+    mut events: Vec<Event>,
+    titles: &BTreeMap<ConversationId, String>,
+    unread: &std::collections::BTreeSet<ConversationId>,
+) -> Vec<Event> {
+    events.sort_by_key(priority);
+    let rest = events.split_off(events.len().min(MAX_LINES_PER_ROUND));
+    let mut parts = vec![];
+    if !rest.is_empty() {
+        let counts: Vec<String> = COUNT_ORDER
+            .iter()
+            .map(|k| (k, rest.iter().filter(|e| e.kind == *k).count()))
+            .filter(|(_, n)| *n > 0)
+            .map(|(k, n)| format!("{n} {}", k.as_str()))
+            .collect();
+        let rooms: std::collections::BTreeSet<_> =
+            rest.iter().filter_map(|e| e.conversation_id).collect();
+        parts.push(format!(
+            "{} more event(s) this round not shown ({}) in room(s) {}",
+            rest.len(),
+            counts.join(", "),
+            name_rooms(&rooms, titles)
+        ));
+    }
+    if !unread.is_empty() {
+        parts.push(format!(
+            "more new messages than one round reads in room(s) {}",
+            name_rooms(unread, titles)
+        ));
+    }
+    if !parts.is_empty() {
+        events.push(Event::notice(
+            "overflow",
+            format!("{}: read the rooms", parts.join("; ")),
+        ));
+    }
     events
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hoop_api::types::{Mention, MessageKind};
+    use hoop_api::types::Mention;
 
     const ME: UserId = 1;
 
@@ -300,6 +388,12 @@ mod tests {
             Event::notice("down", "backend unreachable").line(),
             "🔔 backend unreachable | type=notice kind=down"
         );
+        let mut voice = msg(43, 7, "▁▂▃▅▇▅▃", vec![]);
+        voice.kind = MessageKind::Voice;
+        assert_eq!(
+            message_event(&voice, Kind::Dm, "ops").line(),
+            "🔔 @ann in ops: voice message | type=dm conversation_id=9 message_id=43 sender_id=7"
+        );
         let long = one_line(&"x".repeat(500));
         assert_eq!(long.chars().count(), SUMMARY_MAX_CHARS);
         assert!(long.ends_with('…'));
@@ -325,6 +419,7 @@ mod tests {
         let structured = msg(5, 2, "look", vec![Mention::User(ME)]);
         let other = msg(5, 2, "@bolt look", vec![Mention::User(3)]);
         let everyone_text = msg(5, 2, "@everyone look", vec![]);
+        let longer = msg(5, 2, "@boltx look", vec![Mention::User(3)]);
         let everyone = msg(5, 2, "look", vec![Mention::EVERYONE]);
         let bare_name = msg(5, 2, "bolt look", vec![]);
         let own = msg(5, ME, "@bolt note to self", vec![]);
@@ -373,7 +468,9 @@ mod tests {
             (&structured, room(None, true), me, Some(Kind::Mention)),
             // 4. the mention rule
             (&structured, room(Some(g2), true), me, Some(Kind::Mention)),
-            (&other, room(Some(g2), true), me, None),
+            // the array names another AI, the body names me: a mention
+            (&other, room(Some(g2), true), me, Some(Kind::Mention)),
+            (&longer, room(Some(g2), true), me, None),
             (&everyone_text, room(Some(g2), true), me, None),
             (&everyone, room(Some(g2), true), me, Some(Kind::Mention)),
             (&bare_name, room(Some(g2), true), me, None),
@@ -436,21 +533,42 @@ mod tests {
         let known = BTreeMap::from([
             (1, mark(CardStatus::Queued, 5)),
             (2, mark(CardStatus::Working, 5)),
+            (5, mark(CardStatus::Working, 5)),
+            (6, mark(CardStatus::Working, 5)),
+            (7, mark(CardStatus::Working, 5)),
+            (8, mark(CardStatus::Working, 5)),
         ]);
         let cards = [
+            // unchanged: silent
             card(1, CardStatus::Queued, 5),
+            // the account finished it itself: silent
             card(2, CardStatus::Done, 9),
+            // assigned by someone, waiting: rings
             card(3, CardStatus::Queued, 1),
+            // first seen finished: not an assignment
             card(4, CardStatus::Done, 1),
+            // progress by the account (same status, newer mark): silent
+            card(5, CardStatus::Working, 9),
+            // cancelled by someone: rings
+            card(6, CardStatus::Cancelled, 9),
+            // put back in the queue by someone: rings
+            card(7, CardStatus::Queued, 9),
+            // failed by the account: silent
+            card(8, CardStatus::Failed, 9),
+            // the account's own work_task_start (assign + claim): silent
+            card(9, CardStatus::Working, 1),
         ];
         let (ev, marks) = card_events(&cards, &known);
         let got: Vec<(Kind, i64)> = ev.iter().map(|(k, c)| (*k, c.id)).collect();
         assert_eq!(
             got,
-            vec![(Kind::TaskUpdated, 2), (Kind::TaskAssigned, 3)],
-            "unchanged 1 silent; a card first seen finished is not assigned"
+            vec![
+                (Kind::TaskAssigned, 3),
+                (Kind::TaskUpdated, 6),
+                (Kind::TaskUpdated, 7)
+            ],
         );
-        assert_eq!(marks.len(), 4);
+        assert_eq!(marks.len(), 9, "every listed card is marked, rung or not");
         assert_eq!(
             card_event(Kind::TaskAssigned, &cards[2]).line(),
             "🔔 card #3 \"c3\" is queued | type=task_assigned conversation_id=9 message_id=- sender_id=-"
@@ -459,6 +577,8 @@ mod tests {
 
     #[test]
     fn cap_keeps_twenty_and_one_overflow_line() {
+        let titles = BTreeMap::from([(9, "ops".to_string())]);
+        let none = std::collections::BTreeSet::new();
         for (n, want_lines, overflow) in [
             (0, 0, false),
             (20, 20, false),
@@ -468,16 +588,90 @@ mod tests {
             let evs: Vec<Event> = (0..n)
                 .map(|i| message_event(&msg(i, 2, "x", vec![]), Kind::Group, "r"))
                 .collect();
-            let out = cap(evs);
+            let out = cap(evs, &titles, &none);
             assert_eq!(out.len(), want_lines, "{n}");
+            let shown: Vec<_> = out.iter().filter_map(|e| e.message_id).collect();
+            assert_eq!(shown, (0..n.min(20)).collect::<Vec<_>>(), "oldest first");
             assert_eq!(
                 out.last().is_some_and(|e| e.notice == Some("overflow")),
                 overflow,
                 "{n}"
             );
             if overflow {
-                assert!(out[20].summary.starts_with(&format!("{} more", n - 20)));
+                assert_eq!(
+                    out[20].line(),
+                    format!(
+                        "🔔 {} more event(s) this round not shown ({} group) in room(s) 9 \"ops\": read the rooms | type=notice kind=overflow",
+                        n - 20,
+                        n - 20
+                    )
+                );
             }
         }
+    }
+
+    #[test]
+    fn cards_and_direct_mentions_ring_first_and_the_rest_is_counted_per_kind() {
+        // 24 plain group lines, then 3 mentions, a DM and a card at the end.
+        let mut evs: Vec<Event> = (0..24)
+            .map(|i| message_event(&msg(i, 2, "x", vec![]), Kind::Group, "r"))
+            .collect();
+        for i in 24..27 {
+            evs.push(message_event(
+                &msg(i, 2, "@bolt", vec![]),
+                Kind::Mention,
+                "r",
+            ));
+        }
+        let mut dm = msg(27, 2, "hi", vec![]);
+        dm.conversation_id = 4;
+        evs.push(message_event(&dm, Kind::Dm, "dm"));
+        let card = Card {
+            id: 70,
+            title: "URGENT hotfix".into(),
+            status: CardStatus::Queued,
+            assignee_id: Some(ME),
+            parent_id: None,
+            conversation_id: 5,
+            message_id: None,
+            error: None,
+            result: None,
+            result_message_id: None,
+            lease_expires_at: None,
+            tokens_in: None,
+            tokens_cached_in: None,
+            tokens_out: None,
+            created_at: 0,
+            updated_at: 0,
+        };
+        evs.push(card_event(Kind::TaskAssigned, &card));
+        let unread = std::collections::BTreeSet::from([11]);
+        let out = cap(evs, &BTreeMap::new(), &unread);
+        assert_eq!(out.len(), 21);
+        let head: Vec<(Kind, Option<i64>)> =
+            out[..5].iter().map(|e| (e.kind, e.message_id)).collect();
+        assert_eq!(
+            head,
+            vec![
+                (Kind::Mention, Some(24)),
+                (Kind::Mention, Some(25)),
+                (Kind::Mention, Some(26)),
+                (Kind::Dm, Some(27)),
+                (Kind::TaskAssigned, None),
+            ]
+        );
+        let groups: Vec<_> = out[5..20].iter().filter_map(|e| e.message_id).collect();
+        assert_eq!(groups, (0..15).collect::<Vec<_>>());
+        assert_eq!(
+            out[20].line(),
+            "🔔 9 more event(s) this round not shown (9 group) in room(s) 9; more new messages \
+             than one round reads in room(s) 11: read the rooms | type=notice kind=overflow"
+        );
+        // Only the unread bound: still one line.
+        let only = cap(vec![], &BTreeMap::new(), &unread);
+        assert_eq!(
+            only[0].line(),
+            "🔔 more new messages than one round reads in room(s) 11: read the rooms | type=notice kind=overflow"
+        );
     }
 }

@@ -15,6 +15,7 @@ use hoop_api::types::WsEvent;
 
 use crate::constants::{
     BEAT_EVERY_ROUNDS, BRIDGE_POLL, PUSH_COALESCE, PUSH_QUIET_LIMIT, PUSH_RETRY, PUSH_SAFETY_ROUND,
+    TASKS_EVERY_ROUNDS,
 };
 use crate::detect::Event;
 use crate::watch::{Plan, Stop, Watcher};
@@ -37,6 +38,7 @@ pub enum Trigger {
 pub struct PushSchedule {
     last_full: Option<Duration>,
     last_beat: Option<Duration>,
+    last_tasks: Option<Duration>,
 }
 
 fn due(last: Option<Duration>, now: Duration, every: Duration) -> bool {
@@ -48,18 +50,25 @@ impl PushSchedule {
     /// 30 s rule).
     pub fn plan(&mut self, now: Duration, trigger: Trigger) -> Plan {
         let beat_every = BRIDGE_POLL * BEAT_EVERY_ROUNDS as u32;
+        // The stream announces a new card, not a card cancelled or put back
+        // by someone: cards are still looked at every 30 s, as in polling.
+        let tasks_every = BRIDGE_POLL * TASKS_EVERY_ROUNDS as u32;
         let full =
             matches!(trigger, Trigger::Connected) || due(self.last_full, now, PUSH_SAFETY_ROUND);
         let beat = due(self.last_beat, now, beat_every);
+        let tasks = full || trigger == Trigger::Tasks || due(self.last_tasks, now, tasks_every);
         if full {
             self.last_full = Some(now);
         }
         if beat {
             self.last_beat = Some(now);
         }
+        if tasks {
+            self.last_tasks = Some(now);
+        }
         Plan {
             list: full || trigger == Trigger::Message,
-            tasks: full || trigger == Trigger::Tasks,
+            tasks,
             beat,
         }
     }
@@ -151,11 +160,13 @@ where
             item = s.next() => match item {
                 Ok(Some(Item::Event(e))) => {
                     heard = tokio::time::Instant::now();
+                    streamed(w, &e);
                     let mut t = trigger_of(&e);
                     // A burst is one round.
                     while let Ok(Ok(Some(Item::Event(more)))) =
                         tokio::time::timeout(PUSH_COALESCE, s.next()).await
                     {
+                        streamed(w, &more);
                         t = merge(t, trigger_of(&more));
                     }
                     t
@@ -190,6 +201,19 @@ where
     }
 }
 
+/// A message the stream delivered arrived after the account joined its room
+/// (the stream only carries rooms it is a member of): the watcher keeps it
+/// for a room it has not seen yet.
+fn streamed(w: &mut Watcher, e: &WsEvent) {
+    if let WsEvent::MessageNew {
+        conversation_id,
+        message,
+    } = e
+    {
+        w.heard(*conversation_id, message.id);
+    }
+}
+
 fn trigger_of(e: &WsEvent) -> Option<Trigger> {
     match e {
         WsEvent::MessageNew { .. } => Some(Trigger::Message),
@@ -221,8 +245,12 @@ mod tests {
             (5, Trigger::Tick, plan(false, false, false)),
             (7, Trigger::Message, plan(true, false, false)),
             (9, Trigger::Tasks, plan(false, true, false)),
+            (35, Trigger::Tick, plan(false, false, false)),
+            // cards every 30 s, whatever the stream says
+            (39, Trigger::Tick, plan(false, true, false)),
             (60, Trigger::Tick, plan(false, false, true)),
             (65, Trigger::Tick, plan(false, false, false)),
+            (69, Trigger::Message, plan(true, true, false)),
             (600, Trigger::Tick, plan(true, true, true)),
             (605, Trigger::Message, plan(true, false, false)),
             (606, Trigger::Connected, plan(true, true, false)),
@@ -235,9 +263,24 @@ mod tests {
     #[test]
     fn merged_triggers() {
         use Trigger::*;
-        assert_eq!(merge(Some(Message), Some(Message)), Some(Message));
-        assert_eq!(merge(Some(Message), Some(Tasks)), Some(Connected));
-        assert_eq!(merge(None, Some(Tasks)), Some(Tasks));
-        assert_eq!(merge(Some(Tasks), None), Some(Tasks));
+        // Every pair of (none, message, tasks): same kinds stay, two kinds
+        // make a full round, nothing adds nothing.
+        let cases = [
+            (None, None, None),
+            (None, Some(Message), Some(Message)),
+            (None, Some(Tasks), Some(Tasks)),
+            (Some(Message), None, Some(Message)),
+            (Some(Tasks), None, Some(Tasks)),
+            (Some(Message), Some(Message), Some(Message)),
+            (Some(Tasks), Some(Tasks), Some(Tasks)),
+            (Some(Message), Some(Tasks), Some(Connected)),
+            (Some(Tasks), Some(Message), Some(Connected)),
+            (Some(Connected), Some(Message), Some(Connected)),
+            (Some(Message), Some(Connected), Some(Connected)),
+            (Some(Connected), None, Some(Connected)),
+        ];
+        for (a, b, want) in cases {
+            assert_eq!(merge(a, b), want, "{a:?} + {b:?}");
+        }
     }
 }

@@ -9,7 +9,7 @@
 //! Time comes from the injected [`Clock`]; the caller decides when the next
 //! round runs (5 s polling, or an event on the push stream).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,7 +19,8 @@ use hoop_api::types::mcp::{
     WorkTasksArgs,
 };
 use hoop_api::types::{
-    ConversationId, HeartbeatResponse, Member, RegisterWindow, RegisteredWindow, UserId, WindowSync,
+    ConversationId, HeartbeatResponse, Member, MessageId, RegisterWindow, RegisteredWindow, UserId,
+    WindowSync,
 };
 use hoop_api::{Error as ApiError, McpClient, McpConfig};
 use serde_json::json;
@@ -27,7 +28,8 @@ use serde_json::json;
 use crate::clock::Clock;
 use crate::config::{Allowlist, Endpoint};
 use crate::constants::{
-    BEAT_EVERY_ROUNDS, MEMBERS_TTL, READ_LIMIT, TASKS_EVERY_ROUNDS, WINDOW_SYNC_INTERVAL,
+    BEAT_EVERY_ROUNDS, MEMBERS_TTL, READ_LIMIT, READ_PAGE_LIMIT, READ_PAGES_MAX,
+    TASKS_EVERY_ROUNDS, WINDOW_SYNC_INTERVAL,
 };
 use crate::detect::{self, Account, Event, RoomView};
 use crate::health::Health;
@@ -116,6 +118,16 @@ pub struct Watcher {
     last_sync: Option<Duration>,
     health: Health,
     members: HashMap<ConversationId, (Duration, Vec<Member>)>,
+    /// Each room's title as last listed (the overflow line names rooms).
+    titles: BTreeMap<ConversationId, String>,
+    /// Rooms whose backlog this round went past [`READ_PAGES_MAX`] reads.
+    unread: BTreeSet<ConversationId>,
+    /// The oldest message the event stream delivered per room since the
+    /// last listing: a room seen for the first time keeps these.
+    streamed: BTreeMap<ConversationId, MessageId>,
+    /// Whether the start report (which rooms this window rings for) was
+    /// given.
+    reported: bool,
 }
 
 impl std::fmt::Debug for Watcher {
@@ -147,6 +159,10 @@ impl Watcher {
             last_sync: None,
             health: Health::default(),
             members: HashMap::new(),
+            titles: BTreeMap::new(),
+            unread: BTreeSet::new(),
+            streamed: BTreeMap::new(),
+            reported: false,
         })
     }
 
@@ -180,6 +196,12 @@ impl Watcher {
             rooms: self.cfg.local_rooms.clone(),
             claimed_by_others: self.claimed.clone(),
         }
+    }
+
+    /// The event stream delivered message `id` of `room`.
+    pub fn heard(&mut self, room: ConversationId, id: MessageId) {
+        let oldest = self.streamed.entry(room).or_insert(id);
+        *oldest = (*oldest).min(id);
     }
 
     /// Does this window answer for `room` now?
@@ -322,7 +344,16 @@ impl Watcher {
         {
             self.sync(now).await?;
         }
+        if !self.reported {
+            self.reported = true;
+            let r = window::rings_for(&self.assignment, &self.local());
+            eprintln!("hoop bridge: {}", r.text);
+            if r.none {
+                events.push(Event::notice("no_rooms", r.text));
+            }
+        }
         self.rounds += 1;
+        self.unread.clear();
         if plan.list {
             self.list_and_read(&mut events).await?;
         }
@@ -350,7 +381,7 @@ impl Watcher {
             }
         }
         self.save();
-        Ok(detect::cap(events))
+        Ok(detect::cap(events, &self.titles, &self.unread))
     }
 
     /// `chat_list`, then each changed room read (the first start only takes
@@ -364,6 +395,9 @@ impl Watcher {
             }
         };
         events.extend(self.health.ok());
+        for c in &list.conversations {
+            self.titles.insert(c.id, c.title.clone());
+        }
         if self.first_start {
             // First start: a baseline only, no backlog.
             for c in &list.conversations {
@@ -371,6 +405,23 @@ impl Watcher {
             }
             self.first_start = false;
             return Ok(());
+        }
+        let streamed = std::mem::take(&mut self.streamed);
+        for c in &list.conversations {
+            if !self.state.rooms.contains_key(&c.id) {
+                // A room seen for the first time after start (the account
+                // was just added to it): a baseline like the first start,
+                // its history never rings (seed 002 L19: never replay old
+                // messages). What the event stream delivered for it came
+                // after the join and still rings; polling has no such
+                // witness and takes the newest message as the baseline.
+                let base = match streamed.get(&c.id) {
+                    Some(first) => first - 1,
+                    None => c.latest_message_id.unwrap_or(0),
+                };
+                tracing::info!(room = c.id, base, "new room: baseline taken");
+                self.state.advance(c.id, base);
+            }
         }
         for room in detect::changed_rooms(&list.conversations, &self.state.rooms) {
             let title = list
@@ -394,27 +445,47 @@ impl Watcher {
         room: ConversationId,
         title: &str,
     ) -> Result<Vec<Event>, ApiError> {
-        let read: ChatRead = self
-            .mcp
-            .call(
-                t::CHAT_READ,
-                &ChatReadArgs {
-                    conversation_id: room,
-                    limit: Some(READ_LIMIT),
-                    ..ChatReadArgs::default()
-                },
-            )
-            .await?;
         let baseline = self.state.rooms.get(&room).copied().unwrap_or(0);
-        let fresh: Vec<_> = detect::fresh(&read.messages, baseline, |id| self.state.seen(id))
+        let mut messages = vec![];
+        let mut limit = READ_LIMIT;
+        let mut before = None;
+        for _ in 0..READ_PAGES_MAX {
+            let read: ChatRead = self
+                .mcp
+                .call(
+                    t::CHAT_READ,
+                    &ChatReadArgs {
+                        conversation_id: room,
+                        limit: Some(limit),
+                        before,
+                        ..ChatReadArgs::default()
+                    },
+                )
+                .await?;
+            messages.extend(read.messages);
+            before = messages.last().map(|m| m.id).filter(|&oldest| {
+                // More pages only while the answer says older ones exist
+                // and the baseline is not reached yet.
+                read.truncated && oldest > baseline + 1
+            });
+            if before.is_none() {
+                break;
+            }
+            limit = READ_PAGE_LIMIT;
+        }
+        if before.is_some() {
+            tracing::warn!(room, "more new messages than one round reads");
+            self.unread.insert(room);
+        }
+        let fresh: Vec<_> = detect::fresh(&messages, baseline, |id| self.state.seen(id))
             .into_iter()
             .cloned()
             .collect();
         for m in &fresh {
             self.state.remember(room, m.id);
         }
-        if let Some(newest) = read.messages.first() {
-            self.state.advance(room, newest.id);
+        if let Some(newest) = messages.iter().map(|m| m.id).max() {
+            self.state.advance(room, newest);
         }
         let handled = self.handles(room);
         if !handled || fresh.iter().all(|m| m.sender_id == self.cfg.me) {
@@ -469,9 +540,22 @@ pub fn pid_alive(pid: u32) -> bool {
         return false;
     }
     match nix::sys::signal::kill(nix::unistd::Pid::from_raw(raw), None) {
-        Ok(()) => true,
+        Ok(()) => !zombie(raw),
         Err(e) => e == nix::errno::Errno::EPERM,
     }
+}
+
+/// A process that has exited but whose parent has not collected it yet
+/// answers signal 0, yet holds nothing (its files, locks are closed): dead
+/// for every purpose here. Known where `/proc` exists; elsewhere "no".
+fn zombie(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            s.rsplit_once(')')
+                .map(|(_, rest)| rest.trim_start().starts_with('Z'))
+        })
+        .unwrap_or(false)
 }
 
 #[cfg(test)]

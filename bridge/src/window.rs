@@ -49,6 +49,69 @@ pub fn handles(a: &Assignment, local: &Local, room: ConversationId) -> bool {
     }
 }
 
+/// What a window rings for, in the words printed at start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RingsFor {
+    pub text: String,
+    /// True when it rings for no room at all (the text then says the fix).
+    pub none: bool,
+}
+
+/// The fix for a window that rings for nothing.
+pub const NO_ROOMS_FIX: &str =
+    "start it with --fallback, or assign rooms to this window in the App";
+
+fn ids(rooms: &[ConversationId]) -> String {
+    rooms
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Which rooms this window rings for, as the operator reads it at start.
+pub fn rings_for(a: &Assignment, local: &Local) -> RingsFor {
+    let rings = |text: String| RingsFor { text, none: false };
+    let nothing = |why: String| RingsFor {
+        text: format!("this window rings for no room ({why}): {NO_ROOMS_FIX}"),
+        none: true,
+    };
+    match a {
+        Assignment::NeverSynced if !local.rooms.is_empty() => rings(format!(
+            "this window rings for room(s) {} (--rooms; the backend has not answered a window sync yet)",
+            ids(&local.rooms)
+        )),
+        Assignment::NeverSynced => rings(
+            "this window rings for every room no other window on this machine claims \
+             (the backend has not answered a window sync yet)"
+                .into(),
+        ),
+        Assignment::Synced(s) => match s.mode {
+            WindowMode::Rooms if s.rooms.is_empty() => {
+                nothing("the backend assigns it an empty room list".into())
+            }
+            WindowMode::Rooms => rings(format!(
+                "this window rings for room(s) {} (assigned by the backend)",
+                ids(&s.rooms)
+            )),
+            WindowMode::Fallback if s.exclude.is_empty() => {
+                rings("this window rings for every room (fallback, assigned by the backend)".into())
+            }
+            WindowMode::Fallback => rings(format!(
+                "this window rings for every room except {} (fallback, assigned by the backend)",
+                ids(&s.exclude)
+            )),
+            WindowMode::None => nothing(format!(
+                "the backend assigns it none{}",
+                s.reason
+                    .as_deref()
+                    .map(|r| format!(", reason {r}"))
+                    .unwrap_or_default()
+            )),
+        },
+    }
+}
+
 /// What one `window_sync` came back with.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SyncOutcome {
@@ -109,6 +172,74 @@ mod tests {
         ];
         for (a, local, room, want) in &cases {
             assert_eq!(handles(a, local, *room), *want, "{a:?} {local:?} {room}");
+        }
+    }
+
+    #[test]
+    fn rings_for_table() {
+        let none = Local::default();
+        let local = Local {
+            rooms: vec![4, 6],
+            claimed_by_others: HashSet::new(),
+        };
+        let none_sync = Assignment::Synced(WindowSync {
+            mode: WindowMode::None,
+            rooms: vec![],
+            exclude: vec![],
+            reason: Some("no_assignment".into()),
+        });
+        // (assignment, local, want text, want none)
+        let cases = [
+            (
+                sync(WindowMode::Rooms, &[1, 2], &[]),
+                &none,
+                "this window rings for room(s) 1, 2 (assigned by the backend)",
+                false,
+            ),
+            (
+                sync(WindowMode::Rooms, &[], &[]),
+                &none,
+                "this window rings for no room (the backend assigns it an empty room list): \
+                 start it with --fallback, or assign rooms to this window in the App",
+                true,
+            ),
+            (
+                sync(WindowMode::Fallback, &[], &[3]),
+                &none,
+                "this window rings for every room except 3 (fallback, assigned by the backend)",
+                false,
+            ),
+            (
+                sync(WindowMode::Fallback, &[], &[]),
+                &none,
+                "this window rings for every room (fallback, assigned by the backend)",
+                false,
+            ),
+            (
+                none_sync,
+                &local,
+                "this window rings for no room (the backend assigns it none, reason \
+                 no_assignment): start it with --fallback, or assign rooms to this window in the App",
+                true,
+            ),
+            (
+                Assignment::NeverSynced,
+                &local,
+                "this window rings for room(s) 4, 6 (--rooms; the backend has not answered a \
+                 window sync yet)",
+                false,
+            ),
+            (
+                Assignment::NeverSynced,
+                &none,
+                "this window rings for every room no other window on this machine claims (the \
+                 backend has not answered a window sync yet)",
+                false,
+            ),
+        ];
+        for (a, local, text, is_none) in cases {
+            let r = rings_for(&a, local);
+            assert_eq!((r.text.as_str(), r.none), (text, is_none), "{a:?}");
         }
     }
 

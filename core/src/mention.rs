@@ -1,9 +1,31 @@
 //! The ONE mention rule, shared by the sentinel and the bridge (SPEC §5).
 //!
-//! - a non-empty structured `mentions` array decides alone: my id, or the
-//!   platform's structured everyone;
-//! - with no array, a whole-word `@username` or `@nickname` in the body counts;
+//! - my id, or the platform's structured everyone, in the `mentions` array
+//!   counts;
+//! - OR a whole-word `@username` or `@nickname` in the body counts, whatever
+//!   the array holds ("@nova" in "@novak" is not a mention; nor is an email
+//!   address);
 //! - literal "@everyone" text never counts; a bare name never counts.
+//!
+//! Why "array OR body" and not "a non-empty array decides alone": seed 002
+//! records two copies of the rule. The sentinel's (L7 item 8, repeated in
+//! L83 item 1 with "和小桥不同", different from the bridge) looks only at
+//! the array when there is one and falls back to `@everyone`-like marks in
+//! the body without one. The bridge's (L19 item 2, L83 item 1) rings on
+//! "mentions array has me, OR body @nickname / @username", and refuses the
+//! literal `@Everyone` text since the 09-08 incident in which five agents
+//! rang at once. The two copies meant the same thing, "was this account
+//! named", and differed only in what each trusted. The array is not
+//! complete: the message domain keeps only real members and drops the rest
+//! silently (seed L7 item 3, `filterMentions`; L19 item 4), and a client
+//! fills it from its own picker, so "@nova …" typed by hand next to a picked
+//! "@bolt" leaves nova out of the array while the body still names nova.
+//! Trusting the array alone misses that account (issue 21 item 5); trusting
+//! the body's `@everyone` text rang five agents at once (L19). So the one
+//! rule takes the union of the two positive signals and keeps the bridge's
+//! refusal of the literal text. SPEC §5 still words the sentinel's copy
+//! ("a non-empty array decides alone"); this module is the rule both use,
+//! and its table below has both cases.
 
 use serde::{Deserialize, Serialize};
 
@@ -51,11 +73,14 @@ pub struct Me<'a> {
 
 /// Does this message mention me?
 pub fn mentions_me(me: &Me<'_>, body: &str, mentions: &[Mention]) -> bool {
-    if !mentions.is_empty() {
-        return mentions
-            .iter()
-            .any(|m| matches!(m, Mention::Everyone(_)) || *m == Mention::User(me.id));
-    }
+    let in_array = mentions
+        .iter()
+        .any(|m| matches!(m, Mention::Everyone(_)) || *m == Mention::User(me.id));
+    in_array || named_in_body(me, body)
+}
+
+/// A whole-word `@username` or `@nickname` in the body (never `@everyone`).
+fn named_in_body(me: &Me<'_>, body: &str) -> bool {
     [Some(me.username), me.nickname]
         .into_iter()
         .flatten()
@@ -104,7 +129,11 @@ mod tests {
                 Mention::Unknown
             ]
         );
-        assert!(!mentions_me(&ME, "hi @bolt", &[Mention::Unknown]));
+        assert!(!mentions_me(&ME, "hi bolt", &[Mention::Unknown]));
+        assert!(
+            mentions_me(&ME, "hi @bolt", &[Mention::Unknown]),
+            "an unknown element does not hide the body's mention"
+        );
     }
 
     const ME: Me<'static> = Me {
@@ -121,8 +150,26 @@ mod tests {
             (
                 "@bolt hi",
                 &[Mention::User(8)],
+                true,
+                "array names another AI, body names me (seed L19: OR)",
+            ),
+            (
+                "@nova hi",
+                &[Mention::User(7)],
+                true,
+                "array names me, body names another",
+            ),
+            (
+                "@boltx hi",
+                &[Mention::User(8)],
                 false,
-                "array decides alone",
+                "array names another, body names me only as part of a word",
+            ),
+            (
+                "@everyone hi",
+                &[Mention::User(8)],
+                false,
+                "array names another, body's literal everyone never counts",
             ),
             ("@bolt hi", &[], true, "username in body"),
             (
@@ -181,10 +228,30 @@ mod tests {
     }
 
     proptest::proptest! {
+        /// A mention found in a body is found again once the body is wrapped
+        /// in punctuation (quotes, brackets, a trailing comma or question
+        /// mark), and a name is never found inside a longer word.
         #[test]
-        fn never_panics(body in ".{0,64}", name in ".{0,8}") {
+        fn a_found_mention_survives_punctuation(
+            body in ".{0,64}",
+            name in "[a-z][a-z0-9_]{0,7}",
+            open in "[\"'(\\[{<«“ ]{0,2}",
+            close in "[\"')\\]}>»”.,;:!? ]{0,2}",
+            tail in "[a-z0-9_]{1,3}",
+        ) {
+            proptest::prop_assume!(name != "everyone");
             let me = Me { id: 1, username: &name, nickname: None };
-            let _ = mentions_me(&me, &body, &[]);
+            let with_name = format!("{body} @{name}");
+            proptest::prop_assert!(mentions_me(&me, &with_name, &[]));
+            let wrapped = format!("{open}{with_name}{close}");
+            proptest::prop_assert!(mentions_me(&me, &wrapped, &[]), "{wrapped:?}");
+            if mentions_me(&me, &body, &[]) {
+                let b = format!("{open}{body}{close}");
+                proptest::prop_assert!(mentions_me(&me, &b, &[]), "{b:?}");
+            }
+            // "@nova" in "@novak": a longer word is not the name.
+            let longer = format!("{open}@{name}{tail}{close}");
+            proptest::prop_assert!(!mentions_me(&me, &longer, &[]), "{longer:?}");
         }
     }
 }

@@ -16,7 +16,8 @@ use hoop_bridge::clock::SystemClock;
 use hoop_bridge::codex;
 use hoop_bridge::config::{self, Allowlist, Endpoint};
 use hoop_bridge::constants::{
-    BRIDGE_POLL, EXIT_KEY_REJECTED, EXIT_NO_HANDOVER, HANDOVER_SUMMARY_TIMEOUT,
+    BRIDGE_POLL, EXIT_KEY_REJECTED, EXIT_NO_HANDOVER, HANDOVER_SUMMARY_TIMEOUT, SESSION_LOCK_RETRY,
+    SESSION_LOCK_WAIT,
 };
 use hoop_bridge::detect::Event;
 use hoop_bridge::drive::{DriveConfig, drive};
@@ -65,13 +66,21 @@ pub struct HandoverArgs {
     pub codex_cmd: String,
     #[arg(long)]
     pub state_dir: Option<PathBuf>,
+    /// The window whose thread switches (its watcher's session; for a Codex
+    /// window, the thread it was started with). Default: the one window
+    /// with a store in the directory.
+    #[arg(long, env = "HOOP_WINDOW_SESSION")]
+    pub session: Option<String>,
 }
 
 #[derive(clap::Args, Debug)]
 pub struct WatchArgs {
-    /// The account's user id (its own messages never ring; its mentions do).
+    /// The account's user id (its own messages never ring; its mentions
+    /// do). Default: the id recorded in the home `hoop provision redeem`
+    /// wrote for this key (`<hoop root>/<name>/reinforcement.json` next to
+    /// the same `.mcp_key`).
     #[arg(long, env = "HOOP_BRIDGE_ME")]
-    pub me: UserId,
+    pub me: Option<UserId>,
     /// A file holding the MCP key (`hoopmcp_…`); default: ~/.claude.json's
     /// mcpServers.hoop.headers.Authorization.
     #[arg(long)]
@@ -89,9 +98,12 @@ pub struct WatchArgs {
     /// Ask the backend to make this the fallback window.
     #[arg(long)]
     pub fallback: bool,
-    /// The window's native session id (one watcher per window).
-    #[arg(long, env = "HOOP_WINDOW_SESSION", default_value = "default")]
-    pub session: String,
+    /// The window's native session id (one watcher per window). Default:
+    /// the session Claude Code exports to the commands it starts
+    /// (`CLAUDE_CODE_SESSION_ID`), else Codex's `--thread`, else `default`.
+    /// A second watcher of the same session in one directory is refused.
+    #[arg(long, env = "HOOP_WINDOW_SESSION")]
+    pub session: Option<String>,
     /// The window's client: `claude-code` (lines on stdout) or `codex`
     /// (each event also handed to the codex command, kept pending until
     /// acknowledged).
@@ -174,18 +186,78 @@ fn read_key(p: &Path) -> anyhow::Result<String> {
     Ok(config::key_from_file(&text)?)
 }
 
-/// This installation's id: made once, kept in the bridge directory.
+/// The account the key belongs to, when `--me` does not say: the home
+/// `hoop provision redeem` wrote for a reinforcement account holds the key
+/// (`.mcp_key`) and the account it was minted for (`reinforcement.json`,
+/// `user_id` from the redeem answer; seed 002 L29: the key is minted for
+/// that account and handed over with its `claude mcp add` line). The
+/// backend's `window_register` answers only a window id, so the home is
+/// the one place the window already has that names the account.
+fn account_of(a: &WatchArgs, key: &str) -> anyhow::Result<UserId> {
+    if let Some(me) = a.me {
+        return Ok(me);
+    }
+    let root = hoop_core::home::root()?;
+    let mut names: Vec<String> = std::fs::read_dir(&root)
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .filter_map(|e| e.file_name().into_string().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    for name in names {
+        let Ok(home) = hoop_core::home::Home::new(&root, &name) else {
+            continue;
+        };
+        let Ok(k) = std::fs::read_to_string(home.mcp_key_path()) else {
+            continue;
+        };
+        if k.trim() != key {
+            continue;
+        }
+        if let Some(r) = hoop_provision::redeem::ReinforcementRecord::load(&home) {
+            return Ok(r.user_id);
+        }
+    }
+    bail!(
+        "cannot tell which account this key belongs to: no home under {} holds it with its \
+         {} (hoop provision redeem writes both); give --me <the account's user id>",
+        root.display(),
+        hoop_provision::redeem::REINFORCEMENT_FILE
+    )
+}
+
+/// This installation's id: made once, kept in the bridge directory. Two
+/// watchers starting together must end with the same id, so it is created
+/// exclusively (a complete temp file hard-linked into place: the link fails
+/// when the file exists) and then read back, never overwritten.
 fn installation_id(dir: &Path) -> anyhow::Result<String> {
     let p = dir.join("installation_id");
-    if let Ok(s) = std::fs::read_to_string(&p)
-        && !s.trim().is_empty()
-    {
-        return Ok(s.trim().to_string());
+    let read = || -> Option<String> {
+        std::fs::read_to_string(&p)
+            .ok()
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+    };
+    if let Some(id) = read() {
+        return Ok(id);
     }
-    let id = format!("inst-{}", unique());
-    write_atomic(&p, id.as_bytes(), WriteOptions::default())
-        .with_context(|| format!("writing {}", p.display()))?;
-    Ok(id)
+    let tmp = dir.join(format!(".installation_id.{}", unique()));
+    write_atomic(
+        &tmp,
+        format!("inst-{}", unique()).as_bytes(),
+        WriteOptions::default(),
+    )
+    .with_context(|| format!("writing {}", tmp.display()))?;
+    let linked = std::fs::hard_link(&tmp, &p);
+    let _ = std::fs::remove_file(&tmp);
+    match linked {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(e).with_context(|| format!("creating {}", p.display())),
+    }
+    read().with_context(|| format!("{} is empty: remove it to make a new one", p.display()))
 }
 
 fn unique() -> String {
@@ -263,12 +335,73 @@ fn print(lines: &[Event]) -> bool {
     out.flush().is_ok()
 }
 
+/// The environment variable Claude Code sets to the session's id in the
+/// commands it starts (observed in a hook's environment,
+/// `shared/claude-cli/OBSERVED.md`).
+const CLAUDE_SESSION_ENV: &str = "CLAUDE_CODE_SESSION_ID";
+
+/// The window's native session: `--session`, else Claude Code's session
+/// id, else a Codex window's thread, else `default`.
+fn session_of(a: &WatchArgs) -> String {
+    a.session
+        .clone()
+        .or_else(|| std::env::var(CLAUDE_SESSION_ENV).ok())
+        .or_else(|| (a.client == "codex").then(|| a.thread.clone()).flatten())
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "default".into())
+}
+
+/// One watcher per window session in one bridge directory: two sharing a
+/// session would share its state and its window id (one assignment for
+/// two windows, a message rung twice and another in neither). Held for the
+/// process's life; the kernel frees it when the process dies.
+fn lock_session(dir: &Path, session: &str) -> anyhow::Result<hoop_sentinel::lock::Held> {
+    let path = dir.join(format!("window-{}.lock", safe(session)));
+    // A quick restart: the previous watcher may still be dying. Taking the
+    // lock before the claims file is written also means its claims are
+    // dropped (dead) and this process's recorded, never the dying pid.
+    let give_up = std::time::Instant::now() + SESSION_LOCK_WAIT;
+    let mut taken = hoop_sentinel::lock::account(&path);
+    let mut said = false;
+    while std::time::Instant::now() < give_up {
+        let Err(hoop_sentinel::lock::LockError::Busy { holder, .. }) = &taken else {
+            break;
+        };
+        if !said {
+            said = true;
+            eprintln!(
+                "hoop bridge: waiting up to {} s for the watcher of window session {session:?} \
+                 ({holder}) to exit",
+                SESSION_LOCK_WAIT.as_secs()
+            );
+        }
+        std::thread::sleep(SESSION_LOCK_RETRY);
+        taken = hoop_sentinel::lock::account(&path);
+    }
+    match taken {
+        Ok(held) => Ok(held),
+        Err(hoop_sentinel::lock::LockError::Busy { holder, .. }) => bail!(
+            "another watcher already runs for window session {session:?} in {} ({holder} holds \
+             {}): give this window its own --session (Claude Code exports \
+             {CLAUDE_SESSION_ENV} to the commands it starts), or stop the other watcher",
+            dir.display(),
+            path.display()
+        ),
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// The watcher's configuration from the command line and the bridge's
-/// directory (created), and that directory.
-fn watch_config(a: &WatchArgs) -> anyhow::Result<(WatchConfig, PathBuf)> {
+/// directory (created), that directory, and the window's session lock.
+fn watch_config(
+    a: &WatchArgs,
+) -> anyhow::Result<(WatchConfig, PathBuf, hoop_sentinel::lock::Held)> {
     let endpoint = endpoint(a)?;
     let dir = state_dir_of(a.state_dir.clone())?;
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let session = session_of(a);
+    let held = lock_session(&dir, &session)?;
     let allow_path = dir.join("allow.json");
     let allowlist = match std::fs::read_to_string(&allow_path) {
         Ok(t) => Allowlist::parse(&t).with_context(|| allow_path.display().to_string())?,
@@ -282,29 +415,30 @@ fn watch_config(a: &WatchArgs) -> anyhow::Result<(WatchConfig, PathBuf)> {
         write_json_atomic(&claims_path, &merged, WriteOptions::default())
             .with_context(|| format!("writing {}", claims_path.display()))?;
     }
+    let me = account_of(a, &endpoint.key)?;
     let cfg = WatchConfig {
         endpoint,
-        me: a.me,
+        me,
         register: RegisterWindow {
             installation_id: installation_id(&dir)?,
             machine: machine(),
             client: a.client.clone(),
-            native_session_id: a.session.clone(),
+            native_session_id: session.clone(),
             runtime_id: format!("rt-{}", unique()),
             rooms_hint: a.rooms.clone(),
             fallback_hint: a.fallback,
         },
         local_rooms: a.rooms.clone(),
-        state_path: dir.join(format!("state-{}.json", safe(&a.session))),
+        state_path: dir.join(format!("state-{}.json", safe(&session))),
         claims_path: Some(claims_path),
         allowlist,
     };
-    Ok((cfg, dir))
+    Ok((cfg, dir, held))
 }
 
 fn channel(a: WatchArgs) -> anyhow::Result<ExitCode> {
-    let (cfg, dir) = watch_config(&a)?;
-    let seen = dir.join(format!("say_seen-{}.json", safe(&a.session)));
+    let (cfg, dir, _held) = watch_config(&a)?;
+    let seen = dir.join(format!("say_seen-{}.json", safe(&session_of(&a))));
     let poll = Duration::from_secs_f64(a.poll_secs.max(0.01));
     let ch = Channel::new(cfg, Arc::new(SystemClock::default()), poll, seen)?;
     super::runtime()?.block_on(serve_stdio(ch))?;
@@ -312,7 +446,20 @@ fn channel(a: WatchArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn handover(a: HandoverArgs) -> anyhow::Result<ExitCode> {
-    let store = codex::Store::new(&state_dir_of(a.state_dir.clone())?);
+    let dir = state_dir_of(a.state_dir.clone())?;
+    let store = match a.session.as_deref().map(safe) {
+        Some(s) => codex::Store::for_window(&dir, &s),
+        None => match codex::Store::windows(&dir).as_slice() {
+            [] => codex::Store::new(&dir),
+            [one] => codex::Store::for_window(&dir, one),
+            many => bail!(
+                "{} windows have a store in {}: give --session with one of {}",
+                many.len(),
+                dir.display(),
+                many.join(", ")
+            ),
+        },
+    };
     let rt = super::runtime()?;
     let result = rt.block_on(async {
         let summary = match (&a.summary_file, &a.summary_cmd) {
@@ -345,8 +492,9 @@ fn handover(a: HandoverArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn watch(a: WatchArgs) -> anyhow::Result<ExitCode> {
-    let (cfg, dir) = watch_config(&a)?;
-    let codex_store = (a.client == "codex").then(|| codex::Store::new(&dir));
+    let (cfg, dir, _held) = watch_config(&a)?;
+    let codex_store =
+        (a.client == "codex").then(|| codex::Store::for_window(&dir, &safe(&session_of(&a))));
     let poll = Duration::from_secs_f64(a.poll_secs.max(0.01));
     let rt = super::runtime()?;
     rt.block_on(async move {

@@ -6,6 +6,8 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+mod window;
+
 use hoop_api::admin::{AdminClient, CreateConversation, CreateUser, PostAs};
 use hoop_api::types::{SendMessage, User};
 
@@ -64,6 +66,8 @@ fn watch_cmd(b: &Backend, me: &User, key_file: &std::path::Path, dir: &std::path
     .arg("--state-dir")
     .arg(dir)
     .env("HOOP_LOG", "warn")
+    .env_remove("HOOP_WINDOW_SESSION")
+    .env_remove("CLAUDE_CODE_SESSION_ID")
     .stdout(Stdio::piped())
     .stderr(Stdio::null());
     c
@@ -313,6 +317,14 @@ async fn channel_speaks_mcp_over_stdio_pushes_events_and_replies_through_the_gat
     );
     let r = next_json(&rx, |v| v["id"] == 5).await;
     assert_eq!(r["result"]["isError"], true, "{r}");
+    let page = b.admin.read_messages(room.id, 5, None).await.unwrap();
+    let mine: Vec<_> = page
+        .messages
+        .iter()
+        .filter(|x| x.sender_id == bolt.id)
+        .map(|x| x.body.as_str())
+        .collect();
+    assert_eq!(mine, vec!["on it"], "the refused markdown sent nothing");
     drop(child);
 }
 
@@ -418,7 +430,8 @@ async fn watch_for_codex_keeps_the_event_pending_until_acked() {
             script.display()
         ));
     let child = Reaped(cmd.spawn().unwrap());
-    let state = dir.path().join("state-default.json");
+    // A Codex window's session is its thread.
+    let state = dir.path().join("state-T1.json");
     let start = Instant::now();
     while !state.exists() {
         assert!(start.elapsed() < WAIT, "the watcher never wrote its state");
@@ -442,6 +455,8 @@ async fn watch_for_codex_keeps_the_event_pending_until_acked() {
     let pending = dir
         .path()
         .join("codex")
+        .join("windows")
+        .join("T1")
         .join("pending")
         .join(format!("m{}.json", m.id));
     let start = Instant::now();
@@ -457,7 +472,14 @@ async fn watch_for_codex_keeps_the_event_pending_until_acked() {
         assert!(
             start.elapsed() < WAIT,
             "codex was never called: {text:?}; pending: {:?}",
-            std::fs::read_dir(dir.path().join("codex").join("pending")).map(|d| d
+            std::fs::read_dir(
+                dir.path()
+                    .join("codex")
+                    .join("windows")
+                    .join("T1")
+                    .join("pending")
+            )
+            .map(|d| d
                 .filter_map(Result::ok)
                 .map(|e| e.file_name())
                 .collect::<Vec<_>>())
@@ -473,4 +495,38 @@ async fn watch_for_codex_keeps_the_event_pending_until_acked() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!("receipt written for m{}\n", m.id)
+    );
+    assert!(
+        dir.path()
+            .join("codex")
+            .join("windows")
+            .join("T1")
+            .join("receipts")
+            .join(format!("m{}", m.id))
+            .exists(),
+        "the receipt exists"
+    );
+    // The next round forgets what was read: the pending entry is gone.
+    let mut again = watch_cmd(&b, &bolt, &key_file, dir.path());
+    again
+        .args(["--client", "codex", "--thread", "T1", "--codex-cmd"])
+        .arg(format!(
+            "{} queue --thread {{thread}} --message {{text}}",
+            script.display()
+        ))
+        .args(["--max-rounds", "1"]);
+    let out = tokio::time::timeout(WAIT, tokio::task::spawn_blocking(move || again.output()))
+        .await
+        .expect("one round ends")
+        .unwrap()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        !pending.exists(),
+        "{} still pending after its ack",
+        pending.display()
+    );
 }

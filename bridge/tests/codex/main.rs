@@ -25,9 +25,10 @@ impl StandIn {
             &script,
             format!(
                 "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\" >> {calls}; done\necho -- >> {calls}\n\
-                 case \"$(cat {mode} 2>/dev/null)\" in\n  fail) echo 'no such thread' >&2; exit 1;;\n  hang) exec sleep 30;;\nesac\nexit 0\n",
+                 case \"$(cat {mode} 2>/dev/null)\" in\n  fail) echo 'no such thread' >&2; exit 1;;\n  hang) exec sleep 30;;\n  hang-child) sleep 30 & echo $! > {child}; wait;;\nesac\nexit 0\n",
                 calls = dir.path().join("calls").display(),
                 mode = dir.path().join("mode").display(),
+                child = dir.path().join("child").display(),
             ),
         )
         .unwrap();
@@ -112,7 +113,11 @@ async fn pending_first_then_handed_to_the_thread_until_accepted() {
             "--thread".into(),
             "T1".into(),
             "--message".into(),
-            format!("{} (when read: hoop bridge ack m42)", event(42).line()),
+            format!(
+                "🔔 @ann in dm: hello 42 | type=dm conversation_id=3 message_id=42 sender_id=2 \
+                 (when read: hoop bridge ack m42 --state-dir {})",
+                dir.path().display()
+            ),
         ]
     );
     // Accepted once: not handed again.
@@ -183,6 +188,59 @@ async fn no_receipt_for_120_s_alerts_once() {
                 .to_string()
         )]
     );
+    // The alert also reached the window's thread (nobody reads a Codex
+    // window's stdout): the event, then the alert, nothing more.
+    let calls = codex_bin.calls();
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    assert_eq!(
+        calls[1],
+        vec![
+            "queue".to_string(),
+            "--thread".into(),
+            "T1".into(),
+            "--message".into(),
+            format!(
+                "🔔 event m9 was handed to codex 120 s ago and has no receipt yet | type=notice \
+                 kind=unreceived (when read: hoop bridge ack m9 --state-dir {})",
+                dir.path().display()
+            ),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn an_event_codex_keeps_refusing_is_alerted_once_after_120_s() {
+    let codex_bin = StandIn::new();
+    codex_bin.mode("fail");
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::for_window(dir.path(), "w");
+    store.put(&event(11), 1000).unwrap();
+    let mut lines = vec![];
+    for now in [1000, 1015, 1119, 1120, 1135, 1500] {
+        for e in store
+            .pump(&codex_bin.template, Some("T1"), now, T)
+            .await
+            .unwrap()
+        {
+            lines.push((now, e.line()));
+        }
+    }
+    assert_eq!(
+        lines,
+        vec![(
+            1120,
+            "🔔 event m11 could not be handed to codex for 120 s (thread T1): ".to_string()
+                + &format!(
+                    "{} exited exit status: 1: no such thread | type=notice kind=undelivered",
+                    codex_bin.dir.path().join("codex").display()
+                )
+        )]
+    );
+    assert_eq!(
+        store.pending().unwrap()[0].delivered_at,
+        None,
+        "still pending"
+    );
 }
 
 #[tokio::test]
@@ -207,6 +265,59 @@ async fn a_hanging_codex_is_cut_off_and_the_event_stays_pending() {
         "bounded by the timeout"
     );
     assert_eq!(store.pending().unwrap()[0].delivered_at, None);
+}
+
+/// Is `pid` running (a zombie waiting for its reaper is not)? Without
+/// `/proc` this cannot be told: fail loudly.
+fn running(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+        Err(e) => panic!("cannot read /proc/{pid}/stat: {e}"),
+    }
+}
+
+#[tokio::test]
+async fn a_timed_out_codex_dies_with_the_children_it_started() {
+    assert!(
+        std::path::Path::new("/proc/self/stat").exists(),
+        "this test needs /proc"
+    );
+    let codex_bin = StandIn::new();
+    codex_bin.mode("hang-child");
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::for_window(dir.path(), "w");
+    store.put(&event(6), 1000).unwrap();
+    store
+        .pump(
+            &codex_bin.template,
+            Some("T1"),
+            1000,
+            Duration::from_millis(500),
+        )
+        .await
+        .unwrap();
+    let child_file = codex_bin.dir.path().join("child");
+    let pid: i32 = std::fs::read_to_string(&child_file)
+        .expect("the stand-in started its child before the timeout")
+        .trim()
+        .parse()
+        .unwrap();
+    let end = Instant::now() + Duration::from_secs(20);
+    while running(pid) {
+        assert!(
+            Instant::now() < end,
+            "the codex command's child {pid} outlived its timeout"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        store.pending().unwrap()[0].delivered_at,
+        None,
+        "still pending"
+    );
 }
 
 #[tokio::test]

@@ -84,6 +84,18 @@ async fn filters_in_order_each_message_rings_or_not() {
             vec![Mention::User(w.nova.id)],
         )
         .await,
+        // The array names the other AI, the body names this one: the one
+        // mention rule rings (array OR body).
+        Some("mention"),
+    ));
+    want.push((
+        w.post_m(
+            &two_ai,
+            &w.ann,
+            "@boltx look",
+            vec![Mention::User(w.nova.id)],
+        )
+        .await,
         None,
     ));
     want.push((
@@ -135,17 +147,31 @@ async fn twenty_lines_then_one_overflow_line() {
     }
     let evs = w.tick(&mut b).await;
     assert_eq!(evs.len(), MAX_LINES_PER_ROUND + 1);
+    // Which 20, in which order: every room read in list order, each
+    // oldest first; the last 4 of room c are the ones counted.
+    let shown: Vec<i64> = evs.iter().filter_map(|e| e.message_id).collect();
+    assert_eq!(shown, posted[..MAX_LINES_PER_ROUND].to_vec());
     let last = evs.last().unwrap().line();
     assert_eq!(
         last,
-        "🔔 4 more event(s) this round not shown: read the rooms | type=notice kind=overflow"
+        format!(
+            "🔔 4 more event(s) this round not shown (4 dm) in room(s) {} \"c\": read the rooms \
+             | type=notice kind=overflow",
+            rooms[2].id
+        )
     );
-    // Every posted id is remembered and every baseline advanced, rung or not.
+    // Every posted id is remembered and every baseline advanced to the
+    // room's last posted id, rung or not.
     for id in &posted {
         assert!(b.state().seen(*id), "{id} remembered");
     }
-    for r in &rooms {
-        assert_eq!(b.state().rooms[&r.id], r.id.max(b.state().rooms[&r.id]));
+    for (r, ids) in rooms.iter().zip(posted.chunks(8)) {
+        assert_eq!(
+            b.state().rooms[&r.id],
+            *ids.last().unwrap(),
+            "room {}",
+            r.title
+        );
     }
     assert!(
         w.tick(&mut b).await.is_empty(),
@@ -193,12 +219,17 @@ async fn the_dedup_memory_stops_a_second_ring_even_below_the_baseline() {
     st.save(&cfg.state_path).unwrap();
     let mut b = w.watcher(cfg.clone());
     assert!(w.tick(&mut b).await.is_empty());
-    // The memory is bounded.
+    // The memory is bounded, and it is the oldest ids that go: the newest
+    // DEDUP_IDS, in order.
     let mut st = hoop_bridge::state::State::default();
     for id in 0..(DEDUP_IDS as i64 + 50) {
         st.remember(dm.id, id);
     }
-    assert_eq!(st.seen.len(), DEDUP_IDS);
+    assert_eq!(
+        st.seen.iter().copied().collect::<Vec<_>>(),
+        (50..DEDUP_IDS as i64 + 50).collect::<Vec<_>>()
+    );
+    assert!(!st.seen(49) && st.seen(50));
 }
 
 #[tokio::test]
@@ -456,7 +487,11 @@ async fn push_and_polling_detect_the_same_events() {
             poll: Duration::from_secs(60),
         },
     );
-    // The push window's first (catch-up) round has taken its baseline.
+    // The push window's first (catch-up) round has taken its baseline. That
+    // alone does not prove the stream is up (a refused stream falls back to
+    // polling, whose first tick also writes the state); what does is below:
+    // the events arrive within `collect`'s 15 s while the next poll is 60 s
+    // away.
     let start = tokio::time::Instant::now();
     while !push_cfg.state_path.exists() {
         assert!(start.elapsed() < Duration::from_secs(10));
@@ -473,13 +508,15 @@ async fn push_and_polling_detect_the_same_events() {
     let mut by_push = collect(&mut rx, by_poll.len()).await;
     by_poll.sort();
     by_push.sort();
-    assert_eq!(
-        by_poll.len(),
-        3,
-        "{by_poll:?} of {:?}",
-        posted.iter().map(|m| m.id).collect::<Vec<_>>()
-    );
-    assert_eq!(by_push, by_poll, "the same events, each once");
+    // The ids are pinned: the DM twice, the mention; the plain two-AI
+    // message in neither.
+    let want = vec![
+        (posted[0].id, "dm"),
+        (posted[2].id, "mention"),
+        (posted[3].id, "dm"),
+    ];
+    assert_eq!(by_poll, want, "polling");
+    assert_eq!(by_push, want, "push: the same events, each once");
     // Nothing more comes by push (no double ring).
     assert!(
         tokio::time::timeout(Duration::from_millis(500), rx.recv())
