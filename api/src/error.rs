@@ -317,9 +317,23 @@ fn tidy(s: &str) -> String {
     for (from, to) in [("()", ""), ("( )", ""), (": ;", ";"), (": ,", ",")] {
         s = s.replace(from, to);
     }
-    while s.contains("  ") {
-        s = s.replace("  ", " ");
-    }
+    // Doubled spaces inside a line go; a line's own indent (a fix line
+    // under its cause) stays.
+    s = s
+        .split('\n')
+        .map(|line| {
+            let body = line.trim_start_matches(' ');
+            let mut body = body.to_string();
+            while body.contains("  ") {
+                body = body.replace("  ", " ");
+            }
+            format!(
+                "{}{body}",
+                &line[..line.len() - line.trim_start_matches(' ').len()]
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
     for (from, to) in [(" ;", ";"), (" ,", ",")] {
         s = s.replace(from, to);
     }
@@ -552,6 +566,11 @@ mod tests {
                 "adopting x; nothing written: boom",
             ),
             (&["outer: inner", "inner"], "outer: inner"),
+            // A fix on its own indented line keeps its indent.
+            (
+                &["`x` exited 1: no bus\n  fix: do  this"],
+                "`x` exited 1: no bus\n  fix: do this",
+            ),
             (&["", "only"], "only"),
             (&["solo"], "solo"),
         ];

@@ -89,11 +89,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         if args.json {
             let state = present(id, &found.lines, &found.answer_to);
-            let room = found
-                .lines
-                .iter()
-                .chain(&found.answer_to)
-                .find_map(|l| l.room);
+            let room = found.room();
             let out = json!({
                 "message": id,
                 "room": room,

@@ -35,6 +35,16 @@ pub struct Found {
     pub span: Option<(i64, i64)>,
 }
 
+impl Found {
+    /// The room the message is in, from the first line that names one.
+    pub fn room(&self) -> Option<ConversationId> {
+        self.lines
+            .iter()
+            .chain(&self.answer_to)
+            .find_map(|l| l.room)
+    }
+}
+
 fn first_line(path: &Path) -> Option<Line> {
     use std::io::BufRead;
     let f = std::fs::File::open(path).ok()?;
@@ -464,12 +474,7 @@ pub fn render_state(s: &State, now_ms: i64) -> String {
 /// The story of message `id`: one line per event, then its present state.
 pub fn render_story(id: MessageId, found: &Found, now_ms: i64) -> String {
     let state = present(id, &found.lines, &found.answer_to);
-    let room = found
-        .lines
-        .iter()
-        .chain(&found.answer_to)
-        .find_map(|l| l.room);
-    let mut out = match room {
+    let mut out = match found.room() {
         Some(r) => format!("message #{id} in room {r}:\n"),
         None => format!("message #{id}:\n"),
     };
