@@ -125,6 +125,11 @@ pub struct Watcher {
     /// The oldest message the event stream delivered per room since the
     /// last listing: a room seen for the first time keeps these.
     streamed: BTreeMap<ConversationId, MessageId>,
+    /// Rooms first seen by a listing with no streamed message to witness the
+    /// join, and the baseline that listing took. A streamed message at or
+    /// below it (the listing won the race against the stream) lowers the
+    /// baseline to just before it, once.
+    unwitnessed: BTreeMap<ConversationId, MessageId>,
     /// Whether the start report (which rooms this window rings for) was
     /// given.
     reported: bool,
@@ -162,6 +167,7 @@ impl Watcher {
             titles: BTreeMap::new(),
             unread: BTreeSet::new(),
             streamed: BTreeMap::new(),
+            unwitnessed: BTreeMap::new(),
             reported: false,
         })
     }
@@ -407,6 +413,21 @@ impl Watcher {
             return Ok(());
         }
         let streamed = std::mem::take(&mut self.streamed);
+        for (room, first) in &streamed {
+            // The stream delivered a message of a room a listing baselined
+            // without a witness: the join came before that message, so it
+            // and everything after it are new (dedup keeps what rang).
+            if let Some(base) = self.unwitnessed.remove(room)
+                && *first <= base
+            {
+                tracing::info!(
+                    room,
+                    base = first - 1,
+                    "new room: baseline lowered to the first streamed message"
+                );
+                self.state.rooms.insert(*room, first - 1);
+            }
+        }
         for c in &list.conversations {
             if !self.state.rooms.contains_key(&c.id) {
                 // A room seen for the first time after start (the account
@@ -417,7 +438,11 @@ impl Watcher {
                 // witness and takes the newest message as the baseline.
                 let base = match streamed.get(&c.id) {
                     Some(first) => first - 1,
-                    None => c.latest_message_id.unwrap_or(0),
+                    None => {
+                        let base = c.latest_message_id.unwrap_or(0);
+                        self.unwitnessed.insert(c.id, base);
+                        base
+                    }
                 };
                 tracing::info!(room = c.id, base, "new room: baseline taken");
                 self.state.advance(c.id, base);

@@ -552,3 +552,32 @@ async fn without_an_event_stream_the_loop_polls() {
     let m = w.post(&dm, &w.ann, "polled").await;
     assert_eq!(collect(&mut rx, 1).await, vec![(m.id, "dm")]);
 }
+
+/// A room the account joins after start, listed before the event stream
+/// delivers the first message after the join (the listing won the race):
+/// the streamed message still rings, once; the history never does.
+#[tokio::test]
+async fn a_streamed_message_rings_even_when_a_listing_saw_its_new_room_first() {
+    let w = World::new().await;
+    let _home = w.room("home", &[&w.bolt, &w.ann]).await;
+    let later = w.room("later", &[&w.ann]).await;
+    let mut history = vec![];
+    for i in 0..3 {
+        history.push(w.post(&later, &w.ann, &format!("old {i}")).await.id);
+    }
+    let mut b = w.watcher(w.config("s1", &[], true));
+    b.round().await.unwrap();
+    w.admin.add_member(later.id, w.bolt.id).await.unwrap();
+    let welcome = w.post(&later, &w.ann, "welcome").await;
+    // The listing first: no witness yet, the newest is the baseline.
+    assert_eq!(rung(&w.tick(&mut b).await), vec![]);
+    // Then the stream's event for it.
+    b.heard(later.id, welcome.id);
+    assert_eq!(rung(&w.tick(&mut b).await), vec![(welcome.id, "dm")]);
+    // Heard again (a reconnect replays it): never twice.
+    b.heard(later.id, welcome.id);
+    assert_eq!(rung(&w.tick(&mut b).await), vec![]);
+    for id in history {
+        assert!(!b.state().seen(id), "history #{id} never rang");
+    }
+}
