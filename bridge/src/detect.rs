@@ -509,9 +509,9 @@ mod tests {
         );
     }
 
-    #[test]
-    fn card_events_table() {
-        let card = |id, status, updated_at| Card {
+    /// A card of this window's account in room 9.
+    fn card(id: i64, status: CardStatus, updated_at: i64) -> Card {
+        Card {
             id,
             title: format!("c{id}"),
             status,
@@ -528,7 +528,11 @@ mod tests {
             tokens_out: None,
             created_at: 0,
             updated_at,
-        };
+        }
+    }
+
+    #[test]
+    fn card_events_table() {
         let mark = |status, updated_at| CardMark { status, updated_at };
         let known = BTreeMap::from([
             (1, mark(CardStatus::Queued, 5)),
@@ -627,22 +631,9 @@ mod tests {
         dm.conversation_id = 4;
         evs.push(message_event(&dm, Kind::Dm, "dm"));
         let card = Card {
-            id: 70,
             title: "URGENT hotfix".into(),
-            status: CardStatus::Queued,
-            assignee_id: Some(ME),
-            parent_id: None,
             conversation_id: 5,
-            message_id: None,
-            error: None,
-            result: None,
-            result_message_id: None,
-            lease_expires_at: None,
-            tokens_in: None,
-            tokens_cached_in: None,
-            tokens_out: None,
-            created_at: 0,
-            updated_at: 0,
+            ..card(70, CardStatus::Queued, 0)
         };
         evs.push(card_event(Kind::TaskAssigned, &card));
         let unread = std::collections::BTreeSet::from([11]);

@@ -8,8 +8,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use hoop_api::admin::{CreateConversation, CreateUser, PostAs};
-use hoop_api::types::{ConversationId, Mention, Message, SendMessage, User};
+use hoop_api::admin::{CreateConversation, CreateUser};
+use hoop_api::types::{ConversationId, Mention, Message};
 use hoop_standin::Reply;
 use hoop_standin::work::{answered_ids, passed_ids};
 
@@ -17,30 +17,6 @@ use crate::harness::*;
 
 /// What the --anyway send says.
 const ANYWAY_TEXT: &str = "status: I am on it";
-
-/// Post `body` into `room` as `sender`, with structured `mentions`.
-async fn post_in(
-    w: &World,
-    room: ConversationId,
-    sender: &User,
-    body: &str,
-    mentions: Vec<Mention>,
-) -> Message {
-    w.admin
-        .post_as(
-            room,
-            &PostAs {
-                sender_id: sender.id,
-                message: SendMessage {
-                    body: body.into(),
-                    mentions,
-                },
-                ..Default::default()
-            },
-        )
-        .await
-        .unwrap()
-}
 
 async fn room_messages(w: &World, room: ConversationId) -> Vec<Message> {
     let mut v = w

@@ -577,3 +577,27 @@ pub fn every_message_answered_by(agent: i64, msgs: &[Message]) -> bool {
         .filter(|m| m.sender_id != agent && m.kind == MessageKind::Text)
         .all(|m| named.contains(&m.id))
 }
+
+/// Post `body` into `room` as `sender`, with structured `mentions`.
+pub async fn post_in(
+    w: &World,
+    room: hoop_api::types::ConversationId,
+    sender: &hoop_api::types::User,
+    body: &str,
+    mentions: Vec<hoop_api::types::Mention>,
+) -> hoop_api::types::Message {
+    w.admin
+        .post_as(
+            room,
+            &hoop_api::admin::PostAs {
+                sender_id: sender.id,
+                message: hoop_api::types::SendMessage {
+                    body: body.into(),
+                    mentions,
+                },
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap()
+}

@@ -8,35 +8,12 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use hoop_api::admin::{CreateConversation, CreateUser, PostAs};
-use hoop_api::types::{ConversationId, Mention, Message, SendMessage, User};
+use hoop_api::admin::{CreateConversation, CreateUser};
+use hoop_api::types::{Mention, Message};
 use hoop_standin::Reply;
 use hoop_standin::work::{PASS_WHY_CLOSING, answered_ids};
 
 use crate::harness::*;
-
-async fn post_in(
-    w: &World,
-    room: ConversationId,
-    sender: &User,
-    body: &str,
-    mentions: Vec<Mention>,
-) -> Message {
-    w.admin
-        .post_as(
-            room,
-            &PostAs {
-                sender_id: sender.id,
-                message: SendMessage {
-                    body: body.into(),
-                    mentions,
-                },
-                ..Default::default()
-            },
-        )
-        .await
-        .unwrap()
-}
 
 /// `hoop why --home bolt <args>`: exit code and stdout.
 async fn why(w: &World, args: &[&str]) -> (i32, String) {
