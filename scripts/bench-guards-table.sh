@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Verdicts of `hoop guard act` next to cc-safety-net (paranoid), on every row
-# of the act_guard table (guards/tests/data/act_cases.tsv), in one run.
+# of the act_guard table (guards/tests/data/act/*.tsv), in one run.
 # Prints, per class of command and per rule family, for natural and
 # adversarial rows apart: destructive rows blocked / total, and harmless rows
 # wrongly blocked / total, for both tools.
@@ -39,19 +39,20 @@ if [ ! -x "$peer" ]; then
 fi
 mkdir -p "$bench_dir/work" "$bench_dir/home" "$bench_dir/root"
 
-python3 - "$repo/guards/tests/data/act_cases.tsv" "$repo/guards/tests/data/claude_pretooluse.json" \
+python3 - "$repo/guards/tests/data/act" "$repo/guards/tests/data/claude_pretooluse.json" \
   "$hoop" "$peer" "$bench_dir" "$jobs" <<'PY'
 import collections, concurrent.futures, json, os, subprocess, sys
 
 table, payload_file, hoop, peer, bench, jobs = sys.argv[1:7]
 base = json.load(open(payload_file))
 rows = []
-for line in open(table, encoding="utf-8"):
-    line = line.rstrip("\n")
-    if not line or line.startswith("#"):
-        continue
-    want, cls, origin, cmd = line.split("\t", 3)
-    rows.append((want, cls, origin, cmd.replace("⏎", "\n")))
+for name in sorted(f for f in os.listdir(table) if f.endswith(".tsv")):
+    for line in open(os.path.join(table, name), encoding="utf-8"):
+        line = line.rstrip("\n")
+        if not line or line.startswith("#"):
+            continue
+        want, cls, origin, cmd = line.split("\t", 3)
+        rows.append((want, cls, origin, cmd.replace("⏎", "\n")))
 
 env = {k: v for k, v in os.environ.items() if k not in ("TMPDIR", "HOOP_AGENT", "HOOP_HOME")}
 env["HOOP_ROOT"] = os.path.join(bench, "root")

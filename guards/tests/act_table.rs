@@ -1,40 +1,15 @@
-//! The act_guard verdict table (`data/act_cases.tsv`) through the pure
-//! verdict function, plus the property that any input yields a decision.
+//! The act_guard verdict table (`data/act/*.tsv`, format in
+//! `hoop_guards::act::table`) through the pure verdict function, plus the
+//! property that any input yields a decision.
 
 #![allow(clippy::field_reassign_with_default)] // tests tweak one field at a time
 
+use hoop_guards::act::table::{self, Row};
 use hoop_guards::act::{self, ActConfig, Verdict};
 
-/// One row of the table.
-pub struct Row {
-    /// The rule that must block; None = allow.
-    pub want: Option<String>,
-    pub class: String,
-    /// `natural` or `adversarial`.
-    pub origin: String,
-    pub cmd: String,
-}
-
 pub fn rows() -> Vec<Row> {
-    let text = include_str!("data/act_cases.tsv");
-    text.lines()
-        .filter(|l| !l.starts_with('#') && !l.is_empty())
-        .map(|l| {
-            let mut cols = l.splitn(4, '\t');
-            let mut col = || cols.next().expect("four TAB-separated columns");
-            let (want, class, origin, cmd) = (col(), col(), col(), col());
-            assert!(
-                matches!(origin, "natural" | "adversarial"),
-                "origin {origin:?} in {l:?}"
-            );
-            Row {
-                want: (want != "allow").then(|| want.to_string()),
-                class: class.to_string(),
-                origin: origin.to_string(),
-                cmd: cmd.replace('⏎', "\n"),
-            }
-        })
-        .collect()
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/act");
+    table::read_dir(&dir).unwrap_or_else(|e| panic!("the act_guard table: {e}"))
 }
 
 /// The expected rule (None = allow) and the command of every row.

@@ -12,7 +12,6 @@ use serde_json::{Value, json};
 mod real_cli;
 
 const HOOP: &str = env!("CARGO_BIN_EXE_hoop");
-const TABLE: &str = include_str!("../../guards/tests/data/act_cases.tsv");
 const CLAUDE_PRE: &str = include_str!("../../guards/tests/data/claude_pretooluse.json");
 const CLAUDE_POST: &str = include_str!("../../guards/tests/data/claude_posttooluse.json");
 const CURSOR_SHELL: &str = include_str!("../../guards/tests/data/cursor_before_shell.json");
@@ -78,18 +77,11 @@ impl Env {
 }
 
 fn table() -> Vec<(Option<String>, String)> {
-    TABLE
-        .lines()
-        .filter(|l| !l.starts_with('#') && !l.is_empty())
-        .map(|l| {
-            // verdict, class, origin, command
-            let cols: Vec<&str> = l.splitn(4, '\t').collect();
-            let (want, cmd) = (cols[0], cols[3]);
-            (
-                (want != "allow").then(|| want.to_string()),
-                cmd.replace('⏎', "\n"),
-            )
-        })
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("guards/tests/data/act");
+    hoop_guards::act::table::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("the act_guard table: {e}"))
+        .into_iter()
+        .map(|r| (r.want, r.cmd))
         .collect()
 }
 

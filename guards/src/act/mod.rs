@@ -18,6 +18,7 @@ mod overwrite;
 mod rules;
 mod shell;
 mod sql;
+pub mod table;
 mod wrappers;
 
 use std::fmt;
