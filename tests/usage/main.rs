@@ -915,8 +915,9 @@ fn now_ts(minus_secs: i64) -> String {
 fn the_status_line_shows_context_today_the_block_and_pending_events() {
     let e = Env::new();
     fs::create_dir_all(&e.root).unwrap();
-    // Today's responses (two minutes ago), in the session's transcript.
-    let ts = now_ts(120);
+    // Today's responses (two minutes ago, or at midnight when the UTC day
+    // is younger than that), in the session's transcript.
+    let ts = now_ts(120.min(hoop_core::clock::now_unix().rem_euclid(86_400)));
     let lines = [
         assistant("a", "claude-opus-5-5", &ts, "/w", 1_000_000, 10),
         assistant("b", "claude-opus-5-5", &ts, "/w", 2_000, 20),
