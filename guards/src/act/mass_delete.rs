@@ -6,8 +6,12 @@
 //! itself (`find /tmp -name 'x*' -exec rm -rf {} +`) only reaches what lies
 //! inside it.
 
-use super::rules::{Hit, Place, base, place, rm_targets};
-use super::shell::{Analyser, Word};
+use super::Block;
+use super::exec;
+use super::paths::{Place, place};
+use super::rm::rm_targets;
+use super::rules::{Hit, base, pick};
+use super::shell::{Analyser, Cmd, Flow, Word};
 use super::wrappers::{self, Peeled};
 
 /// Commands that remove the files named on their command line.
@@ -36,7 +40,7 @@ pub(super) fn verdict(a: &Analyser<'_>, sub: &[Word], items: &[Word], via: &str)
         &format!("{via} {name} (every file in the list, like find -delete)"),
         &mut hits,
     );
-    super::rules::pick(a, hits)
+    pick(a, hits)
 }
 
 /// A `find` root as the place of what `find` lists under it: a root that
@@ -51,4 +55,87 @@ pub(super) fn scratch_root(a: &Analyser<'_>, root: &Word) -> Word {
     } else {
         root.clone()
     }
+}
+
+/// `find ROOTS … -delete | -exec CMD {} ;`: returns the roots (what a
+/// following `xargs` receives, approximately).
+pub(super) fn find(a: &mut Analyser<'_>, cmd: &Cmd, argv: &[Word]) -> Vec<Word> {
+    let mut j = 1;
+    while j < argv.len() {
+        let t = argv[j].text.as_str();
+        if matches!(t, "-H" | "-L" | "-P") || t.starts_with("-O") {
+            j += 1;
+        } else if t == "-D" {
+            j += 2;
+        } else {
+            break;
+        }
+    }
+    let mut roots = Vec::new();
+    while j < argv.len() {
+        let t = argv[j].text.as_str();
+        if t.starts_with('-') || matches!(t, "(" | "!" | ")" | "\\(") {
+            break;
+        }
+        roots.push(argv[j].clone());
+        j += 1;
+    }
+    if roots.is_empty() {
+        roots.push(Word::lit("."));
+    }
+    let roots: Vec<Word> = roots.iter().map(|r| scratch_root(a, r)).collect();
+    while j < argv.len() {
+        let t = argv[j].text.as_str();
+        if t == "-delete" {
+            let mut hits = Vec::new();
+            rm_targets(a, &roots, "find … -delete", &mut hits);
+            if let Some(h) = pick(a, hits) {
+                a.block(Block {
+                    rule: h.rule,
+                    command: cmd.span.clone(),
+                    why: h.why,
+                    instead: h.instead,
+                });
+                return roots;
+            }
+        } else if matches!(t, "-exec" | "-execdir" | "-ok" | "-okdir") {
+            let start = j + 1;
+            let mut end = start;
+            while end < argv.len() && !matches!(argv[end].text.as_str(), ";" | "+") {
+                end += 1;
+            }
+            let sub = &argv[start..end.min(argv.len())];
+            if let Some(h) = verdict(a, sub, &roots, "find … -exec") {
+                a.block(Block {
+                    rule: h.rule,
+                    command: cmd.span.clone(),
+                    why: h.why,
+                    instead: h.instead,
+                });
+                return roots;
+            }
+            for root in &roots {
+                let replaced: Vec<Word> = sub
+                    .iter()
+                    .map(|w| {
+                        if w.text.contains("{}") {
+                            Word {
+                                text: w.text.replace("{}", &root.text),
+                                dynamic: w.dynamic || root.dynamic,
+                            }
+                        } else {
+                            w.clone()
+                        }
+                    })
+                    .collect();
+                exec::exec(a, cmd, &replaced, &Flow::default(), None);
+                if a.hit.is_some() {
+                    return roots;
+                }
+            }
+            j = end;
+        }
+        j += 1;
+    }
+    roots
 }

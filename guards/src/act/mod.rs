@@ -11,14 +11,24 @@
 
 mod config;
 mod disks;
+mod exec;
+mod flutter;
 mod force_push;
+mod git;
 mod history;
+mod interp;
 mod mass_delete;
 mod overwrite;
+mod paths;
+mod release;
+mod rm;
+mod rsync;
 mod rules;
 mod shell;
 mod sql;
+mod steal;
 pub mod table;
+mod words;
 mod wrappers;
 
 use std::fmt;
@@ -174,7 +184,7 @@ pub fn check(command: &str, cfg: &ActConfig) -> Verdict {
     if cfg.rules.is_disarmed() {
         return Verdict::Allow;
     }
-    shell::analyse(command, cfg)
+    shell::analyse(command, cfg, rules::run)
 }
 
 /// Collapse whitespace runs and cut to `max` characters, for messages.

@@ -10,7 +10,8 @@
 //! block `make > build.log` and `dd if=/dev/zero of=disk.img` alike.
 
 use super::disks::is_long;
-use super::rules::{Hit, Place, place};
+use super::paths::{Place, place};
+use super::rules::Hit;
 use super::shell::{Analyser, Word};
 
 const INSTEAD: &str = "leave files you did not create as they are; remove a file you created by name (`rm FILE`), work on a copy under /tmp, or ask a human";

@@ -2,7 +2,7 @@
 //! gives the syntax tree; this module turns each `command` node into a
 //! [`Cmd`] (words with quotes removed, here-doc / here-string input, `<`
 //! files), follows data through pipelines ([`Flow`]), and hands every command
-//! to [`super::rules`]. Shell text found in a command (`bash -c`, `eval`, a
+//! to the rules the caller supplies ([`Rules`]). Shell text found in a command (`bash -c`, `eval`, a
 //! heredoc fed to a shell, `| sh`, `watch`, `env -S`) is parsed again,
 //! recursively, up to [`MAX_DEPTH`].
 
@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 
 use tree_sitter::{Node, ParseOptions, Parser};
 
-use super::{ActConfig, Block, Verdict, rules};
+use super::words::{FRESH_TEMP, is_mktemp};
+use super::{ActConfig, Block, Verdict};
 
 /// Shell text nested deeper than this (`bash -c` in `eval` in …) is not
 /// followed and the command is refused unchecked. Real commands nest two or
@@ -99,8 +100,15 @@ pub(crate) struct Flow {
     pub decoded: bool,
 }
 
+/// What the analyser does with each simple command that would run: the
+/// rules, supplied by the caller ([`super::check`]), so that the parser
+/// knows nothing of them.
+pub(crate) type Rules = fn(&mut Analyser<'_>, &Cmd, Flow) -> Flow;
+
 pub(crate) struct Analyser<'c> {
     pub cfg: &'c ActConfig,
+    /// The rules, called for every simple command that would run.
+    rules: Rules,
     parser: Option<Parser>,
     depth: usize,
     /// The working directory as far as it is known (payload cwd, then `cd`).
@@ -127,9 +135,10 @@ pub(crate) struct Analyser<'c> {
     pub aliases: Vec<(String, String)>,
 }
 
-pub(crate) fn analyse(text: &str, cfg: &ActConfig) -> Verdict {
+pub(crate) fn analyse(text: &str, cfg: &ActConfig, rules: Rules) -> Verdict {
     let mut a = Analyser {
         cfg,
+        rules,
         parser: None,
         depth: 0,
         cwd: cfg.cwd.clone(),
@@ -375,8 +384,8 @@ impl<'c> Analyser<'c> {
                     // Dynamic values stay as written (`$HOME`, `$(…)`),
                     // which the rules understand or treat as unknown; a
                     // fresh `$(mktemp -d)` is a temp dir.
-                    let value = if rules::is_mktemp(&value.text) {
-                        rules::FRESH_TEMP.to_string()
+                    let value = if is_mktemp(&value.text) {
+                        FRESH_TEMP.to_string()
                     } else {
                         value.text
                     };
@@ -594,9 +603,11 @@ impl<'c> Analyser<'c> {
                     w.text = t;
                 }
             }
-            return rules::run(self, &expanded, input);
+            let rules = self.rules;
+            return rules(self, &expanded, input);
         }
-        rules::run(self, cmd, input)
+        let rules = self.rules;
+        rules(self, cmd, input)
     }
 }
 

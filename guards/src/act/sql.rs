@@ -5,6 +5,8 @@
 //! one SQL reader that finds `DROP`/`TRUNCATE` outside string literals,
 //! quoted identifiers, dollar-quoted bodies and comments.
 
+use super::Rule;
+use super::rules::Hit;
 use super::shell::Word;
 
 /// How one database client takes SQL.
@@ -441,6 +443,28 @@ fn redis_command<'a>(args: &[&'a str]) -> Option<&'a str> {
         }
     }
     None
+}
+
+const INSTEAD_SQL: &str =
+    "write a reviewed migration; never drop or truncate data from an agent shell";
+
+/// SQL that deletes data, on a client's command line or stdin, and the
+/// tools that drop a database (rule `destroy`).
+pub(super) fn verdict(name: &str, argv: &[Word], stdin: Option<&str>, hits: &mut Vec<Hit>) {
+    if let Some((c, start)) = client(name, argv) {
+        let mut texts = sql_args(c, argv, start);
+        texts.extend(stdin.map(str::to_string));
+        if let Some(what) = texts.iter().find_map(|s| destructive_sql(s)) {
+            hits.push(Hit::new(
+                Rule::Destroy,
+                format!("{what} through {name} deletes data"),
+                INSTEAD_SQL,
+            ));
+        }
+    }
+    if let Some(why) = drop_tool(name, argv, stdin) {
+        hits.push(Hit::new(Rule::Destroy, why, INSTEAD_SQL));
+    }
 }
 
 #[cfg(test)]

@@ -2,10 +2,11 @@
 //! wrapper, how it passes on what it runs (an argv after its options and
 //! fixed arguments, shell text after a flag, its remaining words joined as
 //! shell text, …); [`peel`] reads a command line with it. `env` and `xargs`
-//! (which feed data in) and `find` (which knows its roots) stay in
-//! `rules.rs`.
+//! (which feed data in) live in `exec.rs`, and `find` (which knows its
+//! roots) in `mass_delete.rs`.
 
 use super::shell::Word;
+use super::words::shell_quote;
 
 /// How a wrapper passes on what it runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -799,7 +800,7 @@ pub(crate) fn peel(words: &[Word], base: &str) -> Peeled {
                 items
                     .iter()
                     .map(|it| {
-                        let it = super::rules::shell_quote(it);
+                        let it = shell_quote(it);
                         if cmd.contains("{}") {
                             cmd.replace("{}", &it)
                         } else {
@@ -829,7 +830,7 @@ fn join_quoted(words: &[Word]) -> String {
             if w.dynamic {
                 w.text.clone()
             } else {
-                super::rules::shell_quote(&w.text)
+                shell_quote(&w.text)
             }
         })
         .collect::<Vec<_>>()

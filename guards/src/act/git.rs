@@ -1,0 +1,406 @@
+//! git in a shared work tree: staging everything (`add -A`, `commit -a`,
+//! rule `git-add-all`) commits other people's work; a bare `stash pop`
+//! (rule `stash-pop`) applies someone else's stash; discarding uncommitted
+//! work (`reset --hard`, `checkout .`, `restore`, `clean -f`, `stash
+//! drop`, `branch -D`), rewriting history ([`super::history`]) and force-
+//! pushing or deleting a protected branch (rule `destroy`) lose work for
+//! good. A clone under a temp dir is nobody's work tree.
+
+use super::Rule;
+use super::force_push;
+use super::history;
+use super::paths::is_temp_dir;
+use super::rules::Hit;
+use super::shell::{Analyser, Word};
+
+const INSTEAD_PUSH: &str = "push to your own branch (or use --force-with-lease on a branch only you use); protected branches move only through review";
+const INSTEAD_DISCARD: &str = "the work tree is shared: keep uncommitted work (commit it, or `git stash push -m <note>`), and revert only files you changed yourself with `git diff` + a targeted edit";
+const INSTEAD_ADD: &str = "stage the files you changed by name (`git add path/to/file …`); others' changes are in the same work tree";
+const INSTEAD_POP: &str =
+    "check `git stash list`, then `git stash apply stash@{N}` for the stash you made yourself";
+
+pub(super) fn verdict(a: &Analyser<'_>, argv: &[Word], hits: &mut Vec<Hit>) {
+    let mut i = 1;
+    while i < argv.len() {
+        let t = argv[i].text.as_str();
+        if matches!(
+            t,
+            "-C" | "-c"
+                | "--git-dir"
+                | "--work-tree"
+                | "--namespace"
+                | "--config-env"
+                | "--super-prefix"
+                | "--exec-path"
+        ) && !t.contains('=')
+        {
+            i += 2;
+        } else if t.starts_with('-') {
+            i += 1;
+        } else {
+            break;
+        }
+    }
+    let Some(sub) = argv.get(i) else { return };
+    let rest = &argv[i + 1..];
+    let flags = |long: &[&str], short: char| -> bool {
+        rest.iter().take_while(|w| w.text != "--").any(|w| {
+            let t = w.text.as_str();
+            long.contains(&t)
+                || (t.starts_with('-') && !t.starts_with("--") && t[1..].contains(short))
+        })
+    };
+    if !in_temp_repo(a, argv) {
+        hits.extend(history::verdict(&sub.text, rest));
+    }
+    match sub.text.as_str() {
+        // `git stage` is `git add`.
+        "add" | "stage" if add_takes_all(rest) => hits.push(Hit::new(
+            Rule::GitAddAll,
+            "it stages every change in the shared work tree, including other people's",
+            INSTEAD_ADD,
+        )),
+        "commit" => {
+            let mut all = false;
+            let mut k = 0;
+            while k < rest.len() {
+                let t = rest[k].text.as_str();
+                if t == "--" {
+                    break;
+                }
+                if matches!(
+                    t,
+                    "-m" | "-F"
+                        | "-C"
+                        | "-c"
+                        | "-t"
+                        | "--message"
+                        | "--file"
+                        | "--author"
+                        | "--date"
+                        | "--template"
+                        | "--fixup"
+                        | "--squash"
+                        | "--reuse-message"
+                        | "--reedit-message"
+                        | "--trailer"
+                        | "--cleanup"
+                ) {
+                    k += 2;
+                    continue;
+                }
+                if t == "--all" {
+                    all = true;
+                } else if t.starts_with('-') && !t.starts_with("--") {
+                    for c in t[1..].chars() {
+                        if c == 'a' {
+                            all = true;
+                            break;
+                        }
+                        // -m/-F/-C/-c/-t take a value; -S<keyid> and
+                        // -u<mode> an attached optional one: the rest of
+                        // the cluster is that value, not flags.
+                        if "mFCctSu".contains(c) {
+                            break;
+                        }
+                    }
+                }
+                k += 1;
+            }
+            if all {
+                hits.push(Hit::new(
+                    Rule::GitAddAll,
+                    "`commit -a` stages every modified file in the shared work tree, including other people's",
+                    INSTEAD_ADD,
+                ));
+            }
+        }
+        "stash" => match rest.first().map(|w| w.text.as_str()) {
+            Some("pop") if !rest[1..].iter().any(|w| !w.text.starts_with('-')) => {
+                hits.push(Hit::new(
+                    Rule::StashPop,
+                    "a bare `git stash pop` applies and drops whatever stash is on top, often someone else's",
+                    INSTEAD_POP,
+                ))
+            }
+            Some(op @ ("drop" | "clear")) => hits.push(Hit::new(
+                Rule::Destroy,
+                format!("`git stash {op}` throws stashed work away for good"),
+                INSTEAD_DISCARD,
+            )),
+            _ => {}
+        },
+        // A clone under a temp dir is nobody's work tree.
+        "reset" if in_temp_repo(a, argv) => {}
+        "reset" => {
+            if let Some(m) = rest
+                .iter()
+                .find(|w| w.text == "--hard" || w.text == "--merge")
+            {
+                hits.push(Hit::new(
+                    Rule::Destroy,
+                    format!(
+                        "`git reset {}` discards uncommitted work in the shared work tree",
+                        m.text
+                    ),
+                    INSTEAD_DISCARD,
+                ));
+            }
+        }
+        "checkout" => {
+            let dd = rest.iter().position(|w| w.text == "--");
+            let paths_after_dd = dd.is_some_and(|p| p + 1 < rest.len());
+            let dot = rest.iter().any(|w| w.text == "." || w.text == "./");
+            let force = flags(&["--force"], 'f');
+            if paths_after_dd || dot || force {
+                hits.push(Hit::new(
+                    Rule::Destroy,
+                    "this checkout overwrites uncommitted changes in the shared work tree",
+                    INSTEAD_DISCARD,
+                ));
+            }
+        }
+        "switch" if flags(&["--discard-changes", "--force"], 'f') => hits.push(Hit::new(
+            Rule::Destroy,
+            "`git switch --discard-changes` overwrites uncommitted changes in the shared work tree",
+            INSTEAD_DISCARD,
+        )),
+        "restore" => {
+            let staged = flags(&["--staged"], 'S');
+            let worktree = flags(&["--worktree"], 'W');
+            if !staged || worktree {
+                hits.push(Hit::new(
+                    Rule::Destroy,
+                    "`git restore` without --staged overwrites uncommitted changes in the shared work tree",
+                    INSTEAD_DISCARD,
+                ));
+            }
+        }
+        "clean" => {
+            let force = flags(&["--force"], 'f');
+            let dry = flags(&["--dry-run"], 'n');
+            if force && !dry {
+                hits.push(Hit::new(
+                    Rule::Destroy,
+                    "`git clean -f` deletes untracked files, which may be someone else's new work",
+                    INSTEAD_DISCARD,
+                ));
+            }
+        }
+        "branch" => {
+            let big_d = rest.iter().any(|w| {
+                let t = w.text.as_str();
+                t.starts_with('-') && !t.starts_with("--") && t.contains('D')
+            });
+            let del = flags(&["--delete"], 'd');
+            let force = flags(&["--force"], 'f');
+            if big_d || (del && force) {
+                hits.push(Hit::new(
+                    Rule::Destroy,
+                    "`git branch -D` deletes a branch even when its commits are merged nowhere",
+                    INSTEAD_DISCARD,
+                ));
+            }
+        }
+        "push" => push(a, rest, hits),
+        _ => {}
+    }
+}
+
+/// Does `git add ARGS` stage the whole work tree? `.`, `:/`, `*` do; `-A`,
+/// `-u`, `--all` do unless pathspecs narrow them (`git add -u src/a.rs`);
+/// a dry run (`-n`) stages nothing.
+fn add_takes_all(rest: &[Word]) -> bool {
+    let mut all_flag = false;
+    let mut paths = Vec::new();
+    let mut after = false;
+    for w in rest {
+        let t = w.text.as_str();
+        if after || !t.starts_with('-') || t == "-" {
+            paths.push(t);
+        } else if t == "--" {
+            after = true;
+        } else if matches!(t, "--dry-run") {
+            return false;
+        } else if matches!(
+            t,
+            "--all" | "--update" | "--no-ignore-removal" | "-A" | "-u"
+        ) {
+            all_flag = true;
+        } else if !t.starts_with("--") {
+            if t.contains('n') {
+                return false;
+            }
+            if t.contains('A') || t.contains('u') {
+                all_flag = true;
+            }
+        }
+    }
+    let whole = |p: &str| matches!(p, "." | "./" | ":/" | ":/*" | "*" | ":(top)" | "-A");
+    paths.iter().any(|p| whole(p)) || (all_flag && paths.is_empty())
+}
+
+/// Is this git command run in a repository under a temp dir (`git -C
+/// /tmp/x …`, or a working directory known to be one)?
+fn in_temp_repo(a: &Analyser<'_>, argv: &[Word]) -> bool {
+    if let Some(k) = argv.iter().position(|w| w.text == "-C") {
+        return argv.get(k + 1).is_some_and(|d| {
+            !d.text.starts_with('/') && a.cwd.as_deref().is_some_and(|c| is_temp_dir(a, c))
+                || is_temp_dir(a, &d.text)
+        });
+    }
+    a.cwd.as_deref().is_some_and(|c| is_temp_dir(a, c))
+}
+
+fn push(a: &Analyser<'_>, rest: &[Word], hits: &mut Vec<Hit>) {
+    let mut force = false;
+    let mut delete = false;
+    let mut all = false;
+    let mut positional: Vec<&Word> = Vec::new();
+    let mut k = 0;
+    while k < rest.len() {
+        let t = rest[k].text.as_str();
+        if t == "--" {
+            positional.extend(rest[k + 1..].iter());
+            break;
+        }
+        if matches!(
+            t,
+            "-o" | "--push-option" | "--repo" | "--receive-pack" | "--exec"
+        ) {
+            k += 2;
+            continue;
+        }
+        if t == "--dry-run" {
+            // A rehearsal: nothing is sent.
+            return;
+        }
+        if t == "--force" || t == "--mirror" || force_push::is_lease_option(t) {
+            force = true;
+            if t == "--mirror" {
+                all = true;
+            }
+        } else if t == "--delete" {
+            delete = true;
+        } else if t == "--all" || t == "--branches" {
+            all = true;
+        } else if t.starts_with("--") {
+        } else if t.starts_with('-') && t.len() > 1 {
+            if t.contains('f') {
+                force = true;
+            }
+            if t.contains('d') {
+                delete = true;
+            }
+            if t.contains('n') {
+                return; // -n is --dry-run
+            }
+        } else {
+            positional.push(&rest[k]);
+        }
+        k += 1;
+    }
+    let refspecs: Vec<&Word> = positional.iter().skip(1).copied().collect();
+    // Destination branch of each refspec; None = not known statically.
+    let dst = |w: &Word| -> Option<String> {
+        if w.dynamic {
+            return None;
+        }
+        let t = w.text.trim_start_matches('+');
+        let d = t.rsplit_once(':').map(|(_, d)| d).unwrap_or(t);
+        let d = d.strip_prefix("refs/heads/").unwrap_or(d);
+        // `refs/heads/*` names every branch, the protected ones included.
+        if d.is_empty() || d == "HEAD" || d == "@" || d.contains('*') {
+            None
+        } else {
+            Some(d.to_string())
+        }
+    };
+    let protected = |b: &Option<String>| match b {
+        Some(b) => a.cfg.protected.iter().any(|p| glob(p, b)),
+        None => true,
+    };
+    let deny = |what: String, hits: &mut Vec<Hit>| {
+        hits.push(Hit::new(Rule::Destroy, what, INSTEAD_PUSH));
+    };
+    if force && (all || refspecs.is_empty()) {
+        deny(
+            "a force-push whose target branch is not named (it may rewrite a protected branch)"
+                .into(),
+            hits,
+        );
+        return;
+    }
+    for r in &refspecs {
+        let b = dst(r);
+        let forced = force || r.text.starts_with('+');
+        let deleting = delete || (r.text.starts_with(':') && r.text.len() > 1);
+        if (forced || deleting) && protected(&b) {
+            let name = b.unwrap_or_else(|| r.text.clone());
+            let verb = if deleting { "deletes" } else { "force-pushes" };
+            deny(
+                format!("this {verb} the protected or unknown branch `{name}`"),
+                hits,
+            );
+            return;
+        }
+    }
+}
+
+/// `*` glob over a branch name (`*` matches any run, `/` included).
+fn glob(pat: &str, s: &str) -> bool {
+    fn m(p: &[u8], s: &[u8]) -> bool {
+        match p.split_first() {
+            None => s.is_empty(),
+            Some((b'*', rest)) => (0..=s.len()).any(|i| m(rest, &s[i..])),
+            Some((c, rest)) => s.first() == Some(c) && m(rest, &s[1..]),
+        }
+    }
+    m(pat.as_bytes(), s.as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The protected-branch pattern: `*` matches any run of characters,
+    /// `/` and the empty run included; everything else, `?` and `[` too,
+    /// matches itself only, case and all, over the whole name.
+    #[test]
+    fn globs() {
+        let cases: &[(&str, &str, bool)] = &[
+            ("main", "main", true),
+            ("main", "Main", false),
+            ("main", "mainline", false),
+            ("main", "old-main", false),
+            ("main", "", false),
+            ("", "", true),
+            ("", "main", false),
+            ("release/*", "release/1.2", true),
+            ("release/*", "release/", true),
+            ("release/*", "release/1.x/hotfix", true),
+            ("release/*", "release", false),
+            ("release/*", "feature/x", false),
+            ("release/*", "xrelease/1.2", false),
+            ("*", "", true),
+            ("*", "any/branch", true),
+            ("*-stable", "1.0-stable", true),
+            ("*-stable", "-stable", true),
+            ("*-stable", "1.0-stable-old", false),
+            ("v*.*", "v1.2", true),
+            ("v*.*", "v12", false),
+            ("a*b*c", "abc", true),
+            ("a*b*c", "a-b-c", true),
+            ("a*b*c", "acb", false),
+            ("a*b*c", "abcx", false),
+            ("**", "x", true),
+            ("release-?", "release-?", true),
+            ("release-?", "release-1", false),
+            ("hotfix-[0-9]", "hotfix-[0-9]", true),
+            ("hotfix-[0-9]", "hotfix-1", false),
+        ];
+        for &(pat, name, want) in cases {
+            assert_eq!(glob(pat, name), want, "glob({pat:?}, {name:?})");
+        }
+    }
+}
