@@ -2,9 +2,11 @@
 //! peeled off (`sudo`, `env`, `xargs`, …), shell text inside the command is
 //! sent back to the parser, and then each named rule looks at the argv.
 
+use super::caches;
 use super::config::{FASTLANE_SAFE_LANES, RELEASE_HARMLESS_WORDS};
 use super::disks;
 use super::force_push;
+use super::git_alias;
 use super::history;
 use super::mass_delete;
 use super::overwrite;
@@ -31,6 +33,7 @@ impl Hit {
 }
 
 const INSTEAD_RM: &str = "delete the specific files by name without -r, or move the directory under /tmp and remove it there; if a whole tree really must go, ask a human";
+const INSTEAD_CACHE: &str = "run the removal from the project's directory in a git work tree, naming only the cache folder (`rm -rf node_modules`), or use the tool's own clean command (`cargo clean`, `npm ci`)";
 const INSTEAD_RM_ROOT: &str = "never remove the root, a home directory or a system directory; name the exact files you created";
 const INSTEAD_PUSH: &str = "push to your own branch (or use --force-with-lease on a branch only you use); protected branches move only through review";
 const INSTEAD_DISCARD: &str = "the work tree is shared: keep uncommitted work (commit it, or `git stash push -m <note>`), and revert only files you changed yourself with `git diff` + a targeted edit";
@@ -62,7 +65,11 @@ pub(crate) fn run(a: &mut Analyser<'_>, cmd: &Cmd, input: Flow) -> Flow {
         return Flow::default();
     }
     let stdin = cmd.stdin_text.clone().or_else(|| input.text.clone());
-    exec(a, cmd, &cmd.words, &input, stdin.as_deref())
+    let out = exec(a, cmd, &cmd.words, &input, stdin.as_deref());
+    if !first.is_some_and(|w| caches::creates_nothing(base(w))) {
+        a.ran_before_rm = true;
+    }
+    out
 }
 
 pub(super) fn base(w: &Word) -> &str {
@@ -93,7 +100,7 @@ fn join(words: &[Word]) -> String {
     s
 }
 
-fn exec(
+pub(super) fn exec(
     a: &mut Analyser<'_>,
     cmd: &Cmd,
     words: &[Word],
@@ -320,6 +327,7 @@ fn dispatch(
     match name {
         n if SHELLS.contains(&n) => shell_command(a, argv, stdin, input.decoded),
         "eval" => a.shell(&join(&argv[1..])),
+        "git" if git_alias::nested(a, cmd, argv, input, stdin) => return Flow::default(),
         "cd" | "pushd" => change_dir(a, argv),
         "alias" => {
             for w in &argv[1..] {
@@ -354,7 +362,7 @@ fn dispatch(
         "rm" => rm(a, argv, &mut hits, None),
         n if overwrite::handles(n) => hits.extend(overwrite::verdict(a, n, argv)),
         "git" => git(a, argv, &mut hits),
-        "rsync" => rsync(argv, &mut hits),
+        "rsync" => rsync(a, argv, &mut hits),
         "flutter" => flutter(argv, &mut hits),
         _ => sql_client(name, argv, stdin, &mut hits),
     }
@@ -470,6 +478,8 @@ fn change_dir(a: &mut Analyser<'_>, argv: &[Word]) {
         .find(|w| !w.text.starts_with('-') || w.text == "-");
     a.cwd = match target {
         None => None,
+        // `cd ~` / `cd ~/x`: the home (a place `place` knows); `~user` not.
+        Some(w) if w.text == "~" || w.text.starts_with("~/") => Some(w.text.clone()),
         Some(w) if w.text == "-" || w.text.starts_with('~') => None,
         Some(w)
             if w.text.starts_with('/')
@@ -881,7 +891,21 @@ fn rm(a: &mut Analyser<'_>, argv: &[Word], hits: &mut Vec<Hit>, _via: Option<&st
     }
     if recursive {
         rm_targets(a, &targets, "rm -r", hits);
+        return;
     }
+    // `rm *`, `rm -f dir/*`: every file of a directory, the harm of
+    // `rm -r` on its files; a narrowing pattern (`*.log`) names a kind.
+    let every: Vec<Word> = targets
+        .into_iter()
+        .filter(|w| {
+            w.text
+                .trim_end_matches('/')
+                .rsplit('/')
+                .next()
+                .is_some_and(caches::takes_every_name)
+        })
+        .collect();
+    rm_targets(a, &every, "rm with a glob that takes every name", hits);
 }
 
 pub(super) fn rm_targets(a: &Analyser<'_>, targets: &[Word], how: &str, hits: &mut Vec<Hit>) {
@@ -905,11 +929,22 @@ pub(super) fn rm_targets(a: &Analyser<'_>, targets: &[Word], how: &str, hits: &m
                 ));
                 return;
             }
-            Place::Other => hits.push(Hit::new(
-                Rule::Rm,
-                format!("{how} of `{shown}`, outside the temp dirs (/tmp, /var/tmp, $TMPDIR)"),
-                INSTEAD_RM,
-            )),
+            Place::Other => match caches::candidate(a, t) {
+                Some(c) if a.cfg.untracked_caches.contains(&c) => {}
+                Some(c) if a.collect_caches => a.caches.borrow_mut().push(c),
+                Some(_) => hits.push(Hit::new(
+                    Rule::Rm,
+                    format!(
+                        "{how} of `{shown}`, outside the temp dirs; a regenerable cache folder is removed only when git tracks no file under it"
+                    ),
+                    INSTEAD_CACHE,
+                )),
+                None => hits.push(Hit::new(
+                    Rule::Rm,
+                    format!("{how} of `{shown}`, outside the temp dirs (/tmp, /var/tmp, $TMPDIR)"),
+                    INSTEAD_RM,
+                )),
+            },
             Place::Temp => {}
         }
     }
@@ -1028,7 +1063,7 @@ fn place_text(a: &Analyser<'_>, t: &str, depth: u8) -> Place {
 }
 
 /// Lexically normalised path components (`.`, `..`, empty removed).
-fn normalise(p: &str) -> Vec<String> {
+pub(super) fn normalise(p: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for c in p.split('/') {
         match c {
@@ -1218,6 +1253,7 @@ fn git(a: &Analyser<'_>, argv: &[Word], hits: &mut Vec<Hit>) {
                 ));
             }
         }
+        "clean" if in_temp_repo(a, argv) => {}
         "clean" => {
             let force = flags(&["--force"], 'f');
             let dry = flags(&["--dry-run"], 'n');
@@ -1420,7 +1456,13 @@ const RSYNC_DELETING: &[&str] = &[
     "--remove-source-files",
 ];
 
-fn rsync(argv: &[Word], hits: &mut Vec<Hit>) {
+fn rsync(a: &Analyser<'_>, argv: &[Word], hits: &mut Vec<Hit>) {
+    // Deleting inside a temp dir is scratch.
+    if let Some(dest) = argv[1..].iter().rfind(|w| !w.text.starts_with('-'))
+        && place(a, dest) == Place::Temp
+    {
+        return;
+    }
     let mut del = None;
     let mut dry = false;
     for w in &argv[1..] {
