@@ -15,6 +15,7 @@
 //!   to loopback).
 
 pub mod act;
+pub mod cache_facts;
 pub mod hook;
 pub mod install;
 pub mod lane;

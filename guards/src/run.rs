@@ -103,7 +103,7 @@ pub fn act_hook(input: &[u8], truncated: bool, opts: &HookOptions, env: &HookEnv
         cwd: payload.cwd.clone(),
         ..ActConfig::from_files(env.root.as_deref())
     };
-    let decision = match act::check(command, &cfg) {
+    let decision = match verdict_with_caches(command, &cfg) {
         Verdict::Allow => Decision::Allow,
         Verdict::Unparsed(why) => Decision::AllowNoted(format!(
             "hoop act_guard: {why}; the command was allowed without a full check"
@@ -115,6 +115,37 @@ pub fn act_hook(input: &[u8], truncated: bool, opts: &HookOptions, env: &HookEnv
         )),
     };
     render(&decision, flavor, opts)
+}
+
+/// The verdict, with git's word on regenerable cache folders when one of
+/// them is all that blocks the command (`cache_facts`; no git process
+/// otherwise). Without that word the block stands and says why.
+fn verdict_with_caches(command: &str, cfg: &ActConfig) -> Verdict {
+    let v = act::check(command, cfg);
+    let (Verdict::Block(b), Some(cwd)) = (&v, cfg.cwd.as_deref()) else {
+        return v;
+    };
+    if b.rule != act::Rule::Rm {
+        return v;
+    }
+    let paths = act::cache_candidates(command, cfg);
+    if paths.is_empty() {
+        return v;
+    }
+    match crate::cache_facts::untracked(Path::new(cwd), &paths) {
+        Ok(()) => act::check(
+            command,
+            &ActConfig {
+                untracked_caches: paths,
+                ..cfg.clone()
+            },
+        ),
+        Err(cause) => {
+            let mut b = b.clone();
+            b.why = format!("{}; here {cause}", b.why);
+            Verdict::Block(b)
+        }
+    }
 }
 
 /// The memory limit: env, then `<root>/memory_guard_max_bytes`, then the

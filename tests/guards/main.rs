@@ -790,3 +790,37 @@ fn the_guard_parser_speaks_like_the_rest_of_the_cli() {
     let out = env.run(&["guard", "act"], &claude_payload("rm -rf /"));
     assert_eq!(out.code, 2, "{}", out.stderr);
 }
+
+#[test]
+fn cache_folders_are_removable_only_where_git_tracks_nothing_in_them() {
+    // Under the target dir, not /tmp: a temp dir is scratch whatever the name.
+    let repo = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let d = repo.path();
+    let git = |args: &[&str]| {
+        let o = Command::new("git")
+            .current_dir(d)
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "git {args:?}: {o:?}");
+    };
+    git(&["init", "-q"]);
+    for f in ["build/gen.c", "node_modules/x/index.js"] {
+        std::fs::create_dir_all(d.join(f).parent().unwrap()).unwrap();
+        std::fs::write(d.join(f), "x").unwrap();
+    }
+    git(&["add", "build"]);
+    git(&["commit", "-qm", "sources in build/"]);
+    let env = Env::new();
+    let run = |cmd: &str| {
+        let mut v: Value = serde_json::from_str(CLAUDE_PRE).unwrap();
+        v["tool_input"]["command"] = json!(cmd);
+        v["cwd"] = json!(d.to_str().unwrap());
+        env.run(&["guard", "act"], &serde_json::to_vec(&v).unwrap())
+    };
+    assert_eq!(run("rm -rf node_modules").code, 0, "untracked cache");
+    let o = run("rm -rf build");
+    assert_eq!(o.code, 2, "tracked sources under build/");
+    assert!(o.stderr.contains("git tracks 1 file(s)"), "{}", o.stderr);
+}

@@ -112,6 +112,11 @@ pub struct ActConfig {
     /// The command's working directory (from the hook payload), used to
     /// resolve relative paths.
     pub cwd: Option<String>,
+    /// Cache folders (paths relative to `cwd`) that git tracks nothing
+    /// under and that no symbolic link leads through, as the hook shell
+    /// found them (`crate::cache_facts`); removing them is allowed. Empty
+    /// by default: without the facts their removal stays blocked.
+    pub untracked_caches: Vec<String>,
 }
 
 impl Default for ActConfig {
@@ -123,6 +128,7 @@ impl Default for ActConfig {
             agent: None,
             tmpdir: None,
             cwd: None,
+            untracked_caches: Vec::new(),
         }
     }
 }

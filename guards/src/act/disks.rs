@@ -195,8 +195,10 @@ pub(super) fn verdict(name: &str, argv: &[Word]) -> Option<Hit> {
         "mke2fs" | "mkfs" | "newfs" | "mkswap" | "blkdiscard" => device_writer(name, argv),
         n if n.starts_with("mkfs.") || n.starts_with("newfs_") => device_writer(name, argv),
         "sgdisk" | "gdisk" | "cgdisk" => {
+            // `--pretend` makes every change in memory only.
             if name == "sgdisk"
-                && options(argv).all(|t| SGDISK_READS.contains(&t.split('=').next().unwrap_or(t)))
+                && (options(argv).all(|t| SGDISK_READS.contains(&t.split('=').next().unwrap_or(t)))
+                    || options(argv).any(|t| t == "-P" || t == "--pretend"))
             {
                 return None;
             }
@@ -237,12 +239,17 @@ pub(super) fn verdict(name: &str, argv: &[Word]) -> Option<Hit> {
 /// `mkfs.vfat -n` is a volume label, not a dry run).
 fn device_writer(name: &str, argv: &[Word]) -> Option<Hit> {
     let ext = name == "mke2fs" || name.starts_with("mkfs.ext");
+    // Plain `mkfs` without `-t` makes ext2 (mke2fs reads its options).
+    let typed = argv.iter().position(|w| w.text == "-t");
     let ext = ext
         || (name == "mkfs"
-            && argv
-                .windows(2)
-                .any(|w| w[0].text == "-t" && w[1].text.starts_with("ext")));
-    let dry = (ext && options(argv).any(|t| !t.starts_with("--") && t[1..].contains('n')))
+            && typed.is_none_or(|k| argv.get(k + 1).is_some_and(|w| w.text.starts_with("ext"))));
+    // `mkfs.ntfs -n` / `mkntfs -n` is `--no-action` (not a label, as in
+    // `mkfs.vfat -n`).
+    let ntfs = matches!(name, "mkfs.ntfs" | "mkntfs");
+    let dry = ((ext || ntfs)
+        && options(argv).any(|t| !t.starts_with("--") && t[1..].contains('n')))
+        || (ntfs && options(argv).any(|t| t == "--no-action"))
         || (name == "mkfs.xfs" && options(argv).any(|t| t == "-N"));
     if dry {
         return None;

@@ -7,6 +7,7 @@
 //! handed to [`super::rules::dispatch`].
 
 use super::Block;
+use super::git_alias;
 use super::interp;
 use super::mass_delete;
 use super::rules::{base, dispatch};
@@ -254,7 +255,8 @@ fn xargs(a: &mut Analyser<'_>, cmd: &Cmd, words: &[Word], input: &Flow) -> Flow 
 
 /// Commands that run other code (nested shells, `eval`, `cd`, `alias`,
 /// `source`, a script this text wrote, `find`, interpreters): their code is
-/// analysed, and the flow out carries `find`'s roots.
+/// analysed, and the flow out carries `find`'s roots. `None` when the
+/// command was wholly analysed here (a git alias, run as its expansion).
 pub(super) fn nested(
     a: &mut Analyser<'_>,
     cmd: &Cmd,
@@ -262,14 +264,15 @@ pub(super) fn nested(
     argv: &[Word],
     input: &Flow,
     stdin: Option<&str>,
-) -> Flow {
+) -> Option<Flow> {
     let Some(first) = argv.first() else {
-        return Flow::default();
+        return Some(Flow::default());
     };
     let mut out = Flow::default();
     match name {
         n if SHELLS.contains(&n) => shell_command(a, argv, stdin, input.decoded),
         "eval" => a.shell(&join(&argv[1..])),
+        "git" if git_alias::nested(a, cmd, argv, input, stdin) => return None,
         "cd" | "pushd" => change_dir(a, argv),
         "alias" => {
             for w in &argv[1..] {
@@ -292,7 +295,7 @@ pub(super) fn nested(
         n if interp::is_interpreter(n) => interp::interpreter(a, n, argv, stdin),
         _ => {}
     }
-    out
+    Some(out)
 }
 
 /// What this command passes on to the next one in a pipeline (`echo`,
@@ -388,6 +391,8 @@ fn change_dir(a: &mut Analyser<'_>, argv: &[Word]) {
         .find(|w| !w.text.starts_with('-') || w.text == "-");
     a.cwd = match target {
         None => None,
+        // `cd ~` / `cd ~/x`: the home (a place `place` knows); `~user` not.
+        Some(w) if w.text == "~" || w.text.starts_with("~/") => Some(w.text.clone()),
         Some(w) if w.text == "-" || w.text.starts_with('~') => None,
         Some(w)
             if w.text.starts_with('/')

@@ -176,6 +176,7 @@ pub(super) fn verdict(a: &Analyser<'_>, argv: &[Word], hits: &mut Vec<Hit>) {
                 ));
             }
         }
+        "clean" if in_temp_repo(a, argv) => {}
         "clean" => {
             let force = flags(&["--force"], 'f');
             let dry = flags(&["--dry-run"], 'n');

@@ -9,12 +9,14 @@
 //! [`check`] is a pure function of the command text and an [`ActConfig`];
 //! [`ActConfig::load`] is the only place that reads configuration.
 
+mod caches;
 mod config;
 mod disks;
 mod exec;
 mod flutter;
 mod force_push;
 mod git;
+mod git_alias;
 mod history;
 mod interp;
 mod mass_delete;
@@ -185,6 +187,21 @@ pub fn check(command: &str, cfg: &ActConfig) -> Verdict {
         return Verdict::Allow;
     }
     shell::analyse(command, cfg, rules::run)
+}
+
+/// The regenerable cache folders (paths relative to `cfg.cwd`) that are
+/// the only thing blocking `command`: the hook shell asks git about these
+/// (`crate::cache_facts`) and checks again with
+/// [`ActConfig::untracked_caches`]. Empty when no cache folder is involved
+/// or something else blocks anyway, so that no git process starts then.
+pub fn cache_candidates(command: &str, cfg: &ActConfig) -> Vec<String> {
+    if cfg.rules.is_disarmed() {
+        return Vec::new();
+    }
+    match shell::analyse_collecting(command, cfg, rules::run) {
+        (Verdict::Allow | Verdict::Unparsed(_), paths) => paths,
+        _ => Vec::new(),
+    }
 }
 
 /// Collapse whitespace runs and cut to `max` characters, for messages.

@@ -130,7 +130,7 @@ fn place_text(a: &Analyser<'_>, t: &str, depth: u8) -> Place {
 }
 
 /// Lexically normalised path components (`.`, `..`, empty removed).
-fn normalise(p: &str) -> Vec<String> {
+pub(super) fn normalise(p: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for c in p.split('/') {
         match c {

@@ -4,11 +4,13 @@
 //! of a list of removed paths, also used by `find -delete` and mass deletion.
 
 use super::Rule;
+use super::caches;
 use super::paths::{Place, place};
 use super::rules::Hit;
 use super::shell::{Analyser, Word};
 
 const INSTEAD_RM: &str = "delete the specific files by name without -r, or move the directory under /tmp and remove it there; if a whole tree really must go, ask a human";
+const INSTEAD_CACHE: &str = "run the removal from the project's directory in a git work tree, naming only the cache folder (`rm -rf node_modules`), or use the tool's own clean command (`cargo clean`, `npm ci`)";
 const INSTEAD_RM_ROOT: &str = "never remove the root, a home directory or a system directory; name the exact files you created";
 
 pub(super) fn verdict(a: &Analyser<'_>, argv: &[Word], hits: &mut Vec<Hit>) {
@@ -35,7 +37,21 @@ pub(super) fn verdict(a: &Analyser<'_>, argv: &[Word], hits: &mut Vec<Hit>) {
     }
     if recursive {
         rm_targets(a, &targets, "rm -r", hits);
+        return;
     }
+    // `rm *`, `rm -f dir/*`: every file of a directory, the harm of
+    // `rm -r` on its files; a narrowing pattern (`*.log`) names a kind.
+    let every: Vec<Word> = targets
+        .into_iter()
+        .filter(|w| {
+            w.text
+                .trim_end_matches('/')
+                .rsplit('/')
+                .next()
+                .is_some_and(caches::takes_every_name)
+        })
+        .collect();
+    rm_targets(a, &every, "rm with a glob that takes every name", hits);
 }
 
 pub(super) fn rm_targets(a: &Analyser<'_>, targets: &[Word], how: &str, hits: &mut Vec<Hit>) {
@@ -59,11 +75,22 @@ pub(super) fn rm_targets(a: &Analyser<'_>, targets: &[Word], how: &str, hits: &m
                 ));
                 return;
             }
-            Place::Other => hits.push(Hit::new(
-                Rule::Rm,
-                format!("{how} of `{shown}`, outside the temp dirs (/tmp, /var/tmp, $TMPDIR)"),
-                INSTEAD_RM,
-            )),
+            Place::Other => match caches::candidate(a, t) {
+                Some(c) if a.cfg.untracked_caches.contains(&c) => {}
+                Some(c) if a.collect_caches => a.caches.borrow_mut().push(c),
+                Some(_) => hits.push(Hit::new(
+                    Rule::Rm,
+                    format!(
+                        "{how} of `{shown}`, outside the temp dirs; a regenerable cache folder is removed only when git tracks no file under it"
+                    ),
+                    INSTEAD_CACHE,
+                )),
+                None => hits.push(Hit::new(
+                    Rule::Rm,
+                    format!("{how} of `{shown}`, outside the temp dirs (/tmp, /var/tmp, $TMPDIR)"),
+                    INSTEAD_RM,
+                )),
+            },
             Place::Temp => {}
         }
     }

@@ -3,8 +3,9 @@
 //! target. A dry run (`-n`) deletes nothing.
 
 use super::Rule;
+use super::paths::{Place, place};
 use super::rules::Hit;
-use super::shell::Word;
+use super::shell::{Analyser, Word};
 
 const INSTEAD_RSYNC: &str = "run rsync without --delete (add --dry-run to see what it would remove) and ask a human before deleting on the target";
 
@@ -21,7 +22,13 @@ const RSYNC_DELETING: &[&str] = &[
     "--remove-source-files",
 ];
 
-pub(super) fn verdict(argv: &[Word], hits: &mut Vec<Hit>) {
+pub(super) fn verdict(a: &Analyser<'_>, argv: &[Word], hits: &mut Vec<Hit>) {
+    // Deleting inside a temp dir is scratch.
+    if let Some(dest) = argv[1..].iter().rfind(|w| !w.text.starts_with('-'))
+        && place(a, dest) == Place::Temp
+    {
+        return;
+    }
     let mut del = None;
     let mut dry = false;
     for w in &argv[1..] {

@@ -4,6 +4,7 @@
 //! parser; [`dispatch`] is the one place that lists the rule families, each
 //! in its own file, and [`pick`] chooses the gravest armed finding.
 
+use super::caches;
 use super::disks;
 use super::exec::{self, is_assignment};
 use super::flutter;
@@ -47,7 +48,11 @@ pub(crate) fn run(a: &mut Analyser<'_>, cmd: &Cmd, input: Flow) -> Flow {
         return Flow::default();
     }
     let stdin = cmd.stdin_text.clone().or_else(|| input.text.clone());
-    exec::exec(a, cmd, &cmd.words, &input, stdin.as_deref())
+    let out = exec::exec(a, cmd, &cmd.words, &input, stdin.as_deref());
+    if !first.is_some_and(|w| caches::creates_nothing(base(w))) {
+        a.ran_before_rm = true;
+    }
+    out
 }
 
 pub(super) fn base(w: &Word) -> &str {
@@ -69,7 +74,9 @@ pub(super) fn dispatch(
     let name = base(first).to_string();
     let name = name.as_str();
     // Commands that run other code: their code is analysed first.
-    let mut out = exec::nested(a, cmd, name, argv, input, stdin);
+    let Some(mut out) = exec::nested(a, cmd, name, argv, input, stdin) else {
+        return Flow::default();
+    };
     if a.hit.is_some() {
         return Flow::default();
     }
@@ -82,7 +89,7 @@ pub(super) fn dispatch(
         "rm" => rm::verdict(a, argv, &mut hits),
         n if overwrite::handles(n) => hits.extend(overwrite::verdict(a, n, argv)),
         "git" => git::verdict(a, argv, &mut hits),
-        "rsync" => rsync::verdict(argv, &mut hits),
+        "rsync" => rsync::verdict(a, argv, &mut hits),
         "flutter" => flutter::verdict(argv, &mut hits),
         _ => sql::verdict(name, argv, stdin, &mut hits),
     }

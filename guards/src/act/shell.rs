@@ -133,9 +133,37 @@ pub(crate) struct Analyser<'c> {
     files: Vec<(String, String)>,
     /// Aliases defined earlier in the text (`alias r='rm -rf'`).
     pub aliases: Vec<(String, String)>,
+    /// Git aliases defined earlier in the text (`git config alias.w …`).
+    pub git_aliases: Vec<(String, String)>,
+    /// A command that may create files ran earlier in the line (see
+    /// `caches.rs`).
+    pub ran_before_rm: bool,
+    /// Collecting cache folders instead of blocking on them
+    /// ([`super::cache_candidates`]).
+    pub collect_caches: bool,
+    pub caches: std::cell::RefCell<Vec<String>>,
 }
 
 pub(crate) fn analyse(text: &str, cfg: &ActConfig, rules: Rules) -> Verdict {
+    analyse_with(text, cfg, rules, false).0
+}
+
+/// The verdict when every cache folder met is assumed vouched for, and
+/// those folders.
+pub(crate) fn analyse_collecting(
+    text: &str,
+    cfg: &ActConfig,
+    rules: Rules,
+) -> (Verdict, Vec<String>) {
+    analyse_with(text, cfg, rules, true)
+}
+
+fn analyse_with(
+    text: &str,
+    cfg: &ActConfig,
+    rules: Rules,
+    collect_caches: bool,
+) -> (Verdict, Vec<String>) {
     let mut a = Analyser {
         cfg,
         rules,
@@ -151,14 +179,20 @@ pub(crate) fn analyse(text: &str, cfg: &ActConfig, rules: Rules) -> Verdict {
         heredocs: Vec::new(),
         files: Vec::new(),
         aliases: Vec::new(),
+        git_aliases: Vec::new(),
+        ran_before_rm: false,
+        collect_caches,
+        caches: Default::default(),
     };
     a.shell(text);
-    match (a.hit, a.unchecked, a.unparsed) {
+    let caches = a.caches.take();
+    let v = match (a.hit, a.unchecked, a.unparsed) {
         (Some(b), _, _) => Verdict::Block(b),
         (None, Some(why), _) => Verdict::Unchecked(why),
         (None, None, Some(why)) => Verdict::Unparsed(why),
         (None, None, None) => Verdict::Allow,
-    }
+    };
+    (v, caches)
 }
 
 impl<'c> Analyser<'c> {
