@@ -9,6 +9,7 @@
 //! [`check`] is a pure function of the command text and an [`ActConfig`];
 //! [`ActConfig::load`] is the only place that reads configuration.
 
+mod code;
 mod config;
 mod disks;
 mod force_push;

@@ -2,6 +2,7 @@
 //! peeled off (`sudo`, `env`, `xargs`, …), shell text inside the command is
 //! sent back to the parser, and then each named rule looks at the argv.
 
+use super::code::{Code, Lang, Tok};
 use super::config::{FASTLANE_SAFE_LANES, RELEASE_HARMLESS_WORDS};
 use super::disks;
 use super::force_push;
@@ -339,7 +340,7 @@ fn dispatch(
             }
         }
         "find" => out.items = Some(find(a, cmd, argv)),
-        n if is_interpreter(n) => interpreter(a, n, argv, stdin),
+        n if is_interpreter(n) => interpreter(a, n, argv, stdin, &cmd.span),
         _ => {}
     }
     if a.hit.is_some() {
@@ -358,7 +359,7 @@ fn dispatch(
         "flutter" => flutter(argv, &mut hits),
         _ => sql_client(name, argv, stdin, &mut hits),
     }
-    steal(name, argv, cmd, input, &mut hits);
+    steal(a, name, argv, cmd, input, &mut hits);
     release(a, argv, &mut hits);
     if let Some(h) = pick(a, hits) {
         a.block(Block {
@@ -369,7 +370,8 @@ fn dispatch(
         });
         return Flow::default();
     }
-    out.secret = flows_secret(name, argv, cmd, input);
+    out.secret = flows_secret(a, name, argv, cmd, input);
+    note_secret_copies(a, name, argv, cmd, input, out.secret);
     out.decoded = is_decoder(name, argv);
     match name {
         "echo" | "printf" => {
@@ -531,7 +533,7 @@ fn is_interpreter(n: &str) -> bool {
         )
 }
 
-fn interpreter(a: &mut Analyser<'_>, name: &str, argv: &[Word], stdin: Option<&str>) {
+fn interpreter(a: &mut Analyser<'_>, name: &str, argv: &[Word], stdin: Option<&str>, span: &str) {
     let mut code: Option<String> = None;
     let mut j = 1;
     let mut positional = false;
@@ -574,6 +576,7 @@ fn interpreter(a: &mut Analyser<'_>, name: &str, argv: &[Word], stdin: Option<&s
             None => return,
         },
     };
+    script(a, name, &code, span);
     inline_code(a, &code);
 }
 
@@ -593,28 +596,259 @@ const EXEC_MARKERS: &[&str] = &[
     "%x",
 ];
 
-/// Library calls that remove a tree, and the shell command each equals:
-/// the first string literal after the call is the path.
-const TREE_REMOVERS: &[(&str, &str)] = &[
-    ("rmtree(", "rm -r"),         // Python shutil.rmtree, Perl File::Path
-    ("remove_tree(", "rm -r"),    // Perl File::Path
-    ("rmSync(", "rm -r"),         // Node fs.rmSync(path, {recursive})
-    ("rm_rf(", "rm -r"),          // Ruby FileUtils.rm_rf
-    ("rm_r(", "rm -r"),           // Ruby FileUtils.rm_r
-    ("remove_dir_all(", "rm -r"), // Rust std::fs
+/// Library calls that remove a whole tree, whatever their options.
+const TREE_REMOVERS: &[&str] = &[
+    "rmtree",              // Python shutil.rmtree, Perl File::Path
+    "remove_tree",         // Perl File::Path
+    "rm_rf",               // Ruby FileUtils
+    "rm_r",                // Ruby FileUtils
+    "remove_dir",          // Ruby FileUtils
+    "remove_entry",        // Ruby FileUtils
+    "remove_entry_secure", // Ruby FileUtils
+    "remove_dir_all",      // Rust std::fs
 ];
 
-fn inline_code(a: &mut Analyser<'_>, code: &str) {
-    for (call, cmd) in TREE_REMOVERS {
-        if let Some(p) = code.find(call) {
-            let recursive = *call != "rmSync(" || code[p..].contains("recursive");
-            if let Some((_, path)) = string_literals(&code[p..]).first()
-                && recursive
-            {
-                a.shell(&format!("{cmd} -- {}", shell_quote(path)));
+/// Node's removers, which remove a tree only with `{recursive: true}`.
+const JS_REMOVERS: &[&str] = &["rmSync", "rm", "rmdirSync", "rmdir"];
+
+/// Driver calls whose first argument is SQL (DB-API `execute`, node `pg`
+/// / `mysql2` `query`, `better-sqlite3` `exec` / `prepare`, ruby `pg`
+/// `exec`, perl DBI `do`).
+const SQL_CALLS: &[&str] = &[
+    "execute",
+    "executescript",
+    "executemany",
+    "execute_batch",
+    "query",
+    "exec",
+    "do",
+    "prepare",
+    "raw",
+];
+
+/// Calls that open a database, for the in-memory scratch case.
+const DB_OPENERS: &[&str] = &[
+    "connect",
+    "Database",
+    "DatabaseSync",
+    "new",
+    "create_engine",
+    "createConnection",
+    "createPool",
+];
+
+/// Calls that run a program from an argv (`spawn('rm', ['-rf', x])`,
+/// `system("rm", "-rf", x)`).
+const ARGV_CALLS: &[&str] = &[
+    "system",
+    "exec",
+    "spawn",
+    "spawnSync",
+    "execFile",
+    "execFileSync",
+    "execvp",
+    "execv",
+    "execlp",
+    "execl",
+    "Popen",
+    "run",
+    "call",
+    "check_call",
+    "check_output",
+    "capture2",
+    "capture3",
+    "capture2e",
+    "popen3",
+];
+
+/// Calls that send data to another machine (HTTP clients, sockets).
+const SEND_CALLS: &[&str] = &[
+    "post",
+    "put",
+    "patch",
+    "request",
+    "urlopen",
+    "Request",
+    "fetch",
+    "sendall",
+    "send",
+    "sendto",
+    "end",
+    "write",
+    "upload",
+    "post_form",
+];
+
+/// Names in the code that mean it talks to the network.
+const NET_MARKERS: &[&str] = &[
+    "requests", "httpx", "urllib", "http", "HTTP", "socket", "Socket", "fetch", "axios", "aiohttp",
+    "LWP", "ftplib", "smtplib",
+];
+
+/// Interpreter code read as code: SQL through a driver, tree removal by a
+/// library call, a program run from an argv or a command string, a secret
+/// file sent by the interpreter's own client.
+fn script(a: &mut Analyser<'_>, interpreter: &str, code: &str, span: &str) {
+    let lang = Lang::of(interpreter);
+    let c = Code::read(lang, code);
+    let mut hits = Vec::new();
+    let in_memory = {
+        let mut openers = c
+            .calls()
+            .iter()
+            .filter(|k| DB_OPENERS.contains(&k.name.as_str()));
+        let memory = |s: &str| s.starts_with(":memory:") || s.starts_with("file::memory:");
+        c.strings().any(memory)
+            && openers.all(|k| {
+                k.args
+                    .first()
+                    .and_then(|r| c.value(r.clone(), FRESH_TEMP))
+                    .is_none_or(|v| memory(&v))
+            })
+    };
+    for call in c.calls() {
+        let name = call.name.as_str();
+        // Tree removal: each path the call names.
+        let remover = TREE_REMOVERS.contains(&name)
+            || (lang == Lang::Js
+                && JS_REMOVERS.contains(&name)
+                && c.flag_set(call.all.clone(), "recursive"));
+        if remover {
+            let args: &[std::ops::Range<usize>] = if lang == Lang::Js {
+                &call.args[..call.args.len().min(1)]
+            } else {
+                &call.args
+            };
+            for arg in args {
+                for r in list_items(&c, arg.clone()) {
+                    match c.value(r.clone(), FRESH_TEMP) {
+                        Some(p) => rm_targets(a, &[Word::lit(&p)], &call.qual, &mut hits),
+                        None => hits.push(Hit::new(
+                            Rule::Rm,
+                            format!(
+                                "{} of a path computed when it runs (`{}`), which may lie outside the temp dirs",
+                                call.qual,
+                                c.show(r)
+                            ),
+                            INSTEAD_RM,
+                        )),
+                    }
+                }
+            }
+        }
+        // SQL through a driver, judged by the one SQL reader.
+        if SQL_CALLS.contains(&name)
+            && !in_memory
+            && let Some(sql) = call
+                .args
+                .first()
+                .and_then(|r| c.value(r.clone(), FRESH_TEMP))
+            && let Some(what) = sql::destructive_sql(&sql)
+        {
+            hits.push(Hit::new(
+                Rule::Destroy,
+                format!(
+                    "{what} through the database driver's `{}` deletes data",
+                    call.qual
+                ),
+                INSTEAD_SQL,
+            ));
+        }
+        // A program run from an argv: the same command line.
+        if ARGV_CALLS.contains(&name) {
+            let mut argv = Vec::new();
+            for (k, arg) in call.args.iter().enumerate() {
+                let items = list_items(&c, arg.clone());
+                let is_list =
+                    items.len() != 1 || matches!(c.toks.get(arg.start), Some(Tok::P("[")));
+                if k > 0 && !is_list && c.value(arg.clone(), FRESH_TEMP).is_none() {
+                    break; // options (`{stdio: 'inherit'}`, `shell=True`)
+                }
+                for r in items {
+                    match c.value(r, FRESH_TEMP) {
+                        Some(v) => argv.push(shell_quote(&v)),
+                        None => argv.push("\"$UNKNOWN\"".into()),
+                    }
+                }
+            }
+            if argv.len() > 1 {
+                a.shell(&argv.join(" "));
             }
         }
     }
+    for cmd in c.commands() {
+        a.shell(cmd);
+    }
+    // A secret file sent by the interpreter's own HTTP client or socket.
+    if NET_MARKERS.iter().any(|m| code.contains(m)) {
+        let dests: Vec<&str> = c
+            .strings()
+            .filter(|s| s.contains("://") || *s == "localhost" || s.starts_with("127."))
+            .collect();
+        let local = !dests.is_empty() && dests.iter().all(|d| is_loopback(d));
+        for call in c
+            .calls()
+            .iter()
+            .filter(|k| SEND_CALLS.contains(&k.name.as_str()))
+        {
+            if local {
+                break;
+            }
+            if let Some(s) = c
+                .strings_reaching(call.all.clone())
+                .into_iter()
+                .find(|s| is_secret_here(a, s))
+            {
+                hits.push(Hit::new(
+                    Rule::Steal,
+                    format!("`{s}` would leave the machine through `{}`", call.qual),
+                    INSTEAD_STEAL,
+                ));
+            }
+        }
+    }
+    if a.hit.is_none()
+        && let Some(h) = pick(a, hits)
+    {
+        a.block(Block {
+            rule: h.rule,
+            command: span.to_string(),
+            why: format!("{interpreter} code runs {}", h.why),
+            instead: h.instead,
+        });
+    }
+}
+
+/// The items of a list argument (`["src", "docs"]`), or the argument itself.
+fn list_items(c: &Code, r: std::ops::Range<usize>) -> Vec<std::ops::Range<usize>> {
+    let t = &c.toks;
+    if matches!(t.get(r.start), Some(Tok::P("["))) && matches!(t.get(r.end - 1), Some(Tok::P("]")))
+    {
+        let mut out = Vec::new();
+        let mut depth = 0usize;
+        let mut start = r.start + 1;
+        for k in r.start + 1..r.end - 1 {
+            match t[k] {
+                Tok::P("(" | "[" | "{") => depth += 1,
+                Tok::P(")" | "]" | "}") => depth = depth.saturating_sub(1),
+                Tok::P(",") if depth == 0 => {
+                    if k > start {
+                        out.push(start..k);
+                    }
+                    start = k + 1;
+                }
+                _ => {}
+            }
+        }
+        if r.end - 1 > start {
+            out.push(start..r.end - 1);
+        }
+        return out;
+    }
+    vec![r]
+}
+
+fn inline_code(a: &mut Analyser<'_>, code: &str) {
     if !EXEC_MARKERS.iter().any(|m| code.contains(m)) {
         return;
     }
@@ -1708,7 +1942,14 @@ fn without_exempt_options<'a>(args: &'a [Word], exempt: &[&str]) -> Vec<&'a Word
     out
 }
 
-fn steal(name: &str, argv: &[Word], cmd: &Cmd, input: &Flow, hits: &mut Vec<Hit>) {
+fn steal(
+    a: &Analyser<'_>,
+    name: &str,
+    argv: &[Word],
+    cmd: &Cmd,
+    input: &Flow,
+    hits: &mut Vec<Hit>,
+) {
     let Some(kind) = sender_kind(name, argv) else {
         return;
     };
@@ -1734,7 +1975,7 @@ fn steal(name: &str, argv: &[Word], cmd: &Cmd, input: &Flow, hits: &mut Vec<Hit>
                     .filter(|w| {
                         !w.text.starts_with('@')
                             && !w.text.contains('=')
-                            && !mentions_secret(&w.text)
+                            && !is_secret_here(a, &w.text)
                     })
                     .collect();
             }
@@ -1763,7 +2004,7 @@ fn steal(name: &str, argv: &[Word], cmd: &Cmd, input: &Flow, hits: &mut Vec<Hit>
         leaked = Some("a secret file's content piped into it".into());
     }
     if leaked.is_none()
-        && let Some(f) = cmd.in_files.iter().find(|w| mentions_secret(&w.text))
+        && let Some(f) = cmd.in_files.iter().find(|w| is_secret_here(a, &w.text))
     {
         leaked = Some(format!("`{}` fed to its stdin", f.text));
     }
@@ -1788,7 +2029,7 @@ fn steal(name: &str, argv: &[Word], cmd: &Cmd, input: &Flow, hits: &mut Vec<Hit>
                 })
                 .collect(),
         };
-        if let Some(w) = candidates.iter().find(|w| mentions_secret(&w.text)) {
+        if let Some(w) = candidates.iter().find(|w| is_secret_here(a, &w.text)) {
             leaked = Some(format!("`{}`", w.text));
         }
     }
@@ -1816,7 +2057,7 @@ fn is_decoder(name: &str, argv: &[Word]) -> bool {
 }
 
 /// Does the stream out of this stage carry a secret?
-fn flows_secret(name: &str, argv: &[Word], cmd: &Cmd, input: &Flow) -> bool {
+fn flows_secret(a: &Analyser<'_>, name: &str, argv: &[Word], cmd: &Cmd, input: &Flow) -> bool {
     if matches!(
         name,
         "echo" | "printf" | "true" | ":" | "ls" | "stat" | "test" | "["
@@ -1824,8 +2065,83 @@ fn flows_secret(name: &str, argv: &[Word], cmd: &Cmd, input: &Flow) -> bool {
         return false;
     }
     input.secret
-        || cmd.in_files.iter().any(|w| mentions_secret(&w.text))
-        || argv[1..].iter().any(|w| mentions_secret(&w.text))
+        || cmd.in_files.iter().any(|w| is_secret_here(a, &w.text))
+        || argv[1..].iter().any(|w| is_secret_here(a, &w.text))
+}
+
+/// Is `text` a secret file, or a copy of one made earlier in this text?
+fn is_secret_here(a: &Analyser<'_>, text: &str) -> bool {
+    mentions_secret(text)
+        || (!a.secret_copies.is_empty()
+            && text
+                .split(|c: char| c.is_whitespace() || "@=,;|<>\"'()`{}[]".contains(c))
+                .any(|p| {
+                    let p = p.trim_start_matches("./");
+                    a.secret_copies.iter().any(|c| {
+                        p == c
+                            || p.strip_prefix(c.as_str())
+                                .is_some_and(|r| r.starts_with('/'))
+                    })
+                }))
+}
+
+/// Remember where this command puts a copy or a derivation of a secret:
+/// the file its output is redirected to, `tee`'s files, `cp`/`mv`'s
+/// destination, `tar -f` / `zip` archives.
+fn note_secret_copies(
+    a: &mut Analyser<'_>,
+    name: &str,
+    argv: &[Word],
+    cmd: &Cmd,
+    input: &Flow,
+    secret_out: bool,
+) {
+    let mut found: Vec<String> = Vec::new();
+    if secret_out {
+        found.extend(cmd.out_files.iter().map(|w| w.text.clone()));
+    }
+    let positional: Vec<&Word> = argv[1..]
+        .iter()
+        .filter(|w| !w.text.starts_with('-'))
+        .collect();
+    match name {
+        "tee" if input.secret => found.extend(positional.iter().map(|w| w.text.clone())),
+        "cp" | "mv" | "install" | "ditto" => {
+            if let Some((dest, srcs)) = positional.split_last()
+                && srcs.iter().any(|w| is_secret_here(a, &w.text))
+            {
+                found.push(dest.text.clone());
+            }
+        }
+        "tar" | "bsdtar" | "gtar" if secret_out => {
+            // `-f ARCHIVE`, `czf ARCHIVE`, `--file=ARCHIVE`.
+            let mut it = argv[1..].iter().enumerate();
+            while let Some((k, w)) = it.next() {
+                let t = w.text.as_str();
+                if let Some(f) = t.strip_prefix("--file=") {
+                    found.push(f.to_string());
+                } else if (t == "--file"
+                    || (!t.starts_with("--") && t.ends_with('f') && (k == 0 || t.starts_with('-'))))
+                    && let Some(f) = argv.get(k + 2)
+                {
+                    found.push(f.text.clone());
+                }
+            }
+        }
+        "zip" | "7z" | "7za" | "rar" if secret_out => {
+            let skip = usize::from(name != "zip"); // `7z a ARCHIVE`
+            if let Some(w) = positional.get(skip) {
+                found.push(w.text.clone());
+            }
+        }
+        _ => {}
+    }
+    for f in found {
+        let f = f.trim_start_matches("./").to_string();
+        if !f.is_empty() && !f.starts_with("/dev/") && !a.secret_copies.contains(&f) {
+            a.secret_copies.push(f);
+        }
+    }
 }
 
 /// Does this text name a secret file anywhere?
@@ -1865,7 +2181,7 @@ const SECRET_FILES: &[(Secret, &str)] = &[
     (Secret::Name(".ssh"), "the SSH directory: keys"),
     (Secret::Name(".gnupg"), "GnuPG private keys"),
     (Secret::Under(".gnupg"), "GnuPG private keys"),
-    (Secret::Name(".aws"), "AWS credentials directory"),
+    (Secret::Under(".aws"), "AWS credentials and profiles"),
     (Secret::In(".aws", "credentials"), "AWS access keys"),
     (Secret::Under(".aws/sso/cache"), "AWS SSO tokens"),
     (Secret::Under(".config/gcloud"), "Google Cloud credentials"),
@@ -1874,10 +2190,7 @@ const SECRET_FILES: &[(Secret, &str)] = &[
         "Google Cloud ADC",
     ),
     (Secret::Under(".azure"), "Azure CLI tokens"),
-    (
-        Secret::In(".kube", "config"),
-        "Kubernetes cluster credentials",
-    ),
+    (Secret::Under(".kube"), "Kubernetes cluster credentials"),
     (
         Secret::In(".docker", "config.json"),
         "container registry logins",
@@ -1931,6 +2244,15 @@ const SECRET_FILES: &[(Secret, &str)] = &[
     (Secret::In(".fly", "config.yml"), "Fly.io token"),
     (Secret::Under(".password-store"), "pass password store"),
     (Secret::Name(".token.json"), "hoop's cached backend JWT"),
+    (Secret::Name(".mcp_key"), "a hoop home's MCP bearer key"),
+    (
+        Secret::Name(".claude.json"),
+        "Claude Code's config: MCP bearer keys",
+    ),
+    (
+        Secret::Name(".docker"),
+        "the Docker directory: registry logins",
+    ),
     (Secret::Name(".hoop"), "hoop's root: tokens and keys"),
     (Secret::Name("agent.env"), "hoop agent credentials"),
     (Secret::Name(".env"), "a project's secrets"),
@@ -1966,6 +2288,10 @@ fn is_secret_path(p: &str) -> bool {
         return !(base.starts_with("known_hosts")
             || base == "config"
             || base.starts_with("authorized_keys"));
+    }
+    // hoop's root holds the homes (tokens, MCP keys) and agent.env.
+    if parent == ".hoop" {
+        return true;
     }
     if let Some(suffix) = base.strip_prefix(".env.") {
         return !matches!(suffix, "example" | "sample" | "template" | "dist");

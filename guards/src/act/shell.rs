@@ -125,6 +125,10 @@ pub(crate) struct Analyser<'c> {
     files: Vec<(String, String)>,
     /// Aliases defined earlier in the text (`alias r='rm -rf'`).
     pub aliases: Vec<(String, String)>,
+    /// Files that hold a copy or a derivation of a secret, made earlier in
+    /// the text (`cp .env x`, `base64 id_rsa > k`): secrets for the rest
+    /// of the line.
+    pub secret_copies: Vec<String>,
 }
 
 pub(crate) fn analyse(text: &str, cfg: &ActConfig) -> Verdict {
@@ -142,6 +146,7 @@ pub(crate) fn analyse(text: &str, cfg: &ActConfig) -> Verdict {
         heredocs: Vec::new(),
         files: Vec::new(),
         aliases: Vec::new(),
+        secret_copies: Vec::new(),
     };
     a.shell(text);
     match (a.hit, a.unchecked, a.unparsed) {
@@ -526,6 +531,23 @@ impl<'c> Analyser<'c> {
             }
             Some(body) if body.kind() == "pipeline" => {
                 self.pipeline(body, src, input, stdin.as_deref())
+            }
+            // `a && b < f`: the parser hangs `< f` on the list; bash feeds
+            // it to the last command.
+            Some(body) if body.kind() == "list" && !extra_in.is_empty() => {
+                let mut c = body.walk();
+                let kids: Vec<Node<'_>> = body.named_children(&mut c).collect();
+                for (i, k) in kids.iter().enumerate() {
+                    if i + 1 == kids.len() && k.kind() == "command" {
+                        let mut cmd = build_cmd(*k, src, None);
+                        cmd.in_files.extend(extra_in.iter().cloned());
+                        self.run(&cmd, Flow::default());
+                        self.walk_inside_command(*k, src);
+                    } else {
+                        self.walk(*k, src);
+                    }
+                }
+                self.run_redirection_only(node, src, extra_out)
             }
             // A compound command or a bare redirection (`> f`, `{ …; } > f`):
             // the files it writes are still written.
