@@ -827,8 +827,8 @@ fn list_items(c: &Code, r: std::ops::Range<usize>) -> Vec<std::ops::Range<usize>
         let mut out = Vec::new();
         let mut depth = 0usize;
         let mut start = r.start + 1;
-        for k in r.start + 1..r.end - 1 {
-            match t[k] {
+        for (k, tok) in t.iter().enumerate().take(r.end - 1).skip(r.start + 1) {
+            match tok {
                 Tok::P("(" | "[" | "{") => depth += 1,
                 Tok::P(")" | "]" | "}") => depth = depth.saturating_sub(1),
                 Tok::P(",") if depth == 0 => {
@@ -2115,8 +2115,7 @@ fn note_secret_copies(
         }
         "tar" | "bsdtar" | "gtar" if secret_out => {
             // `-f ARCHIVE`, `czf ARCHIVE`, `--file=ARCHIVE`.
-            let mut it = argv[1..].iter().enumerate();
-            while let Some((k, w)) = it.next() {
+            for (k, w) in argv[1..].iter().enumerate() {
                 let t = w.text.as_str();
                 if let Some(f) = t.strip_prefix("--file=") {
                     found.push(f.to_string());
