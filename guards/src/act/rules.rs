@@ -813,7 +813,7 @@ fn script(a: &mut Analyser<'_>, interpreter: &str, code: &str, span: &str) {
         a.block(Block {
             rule: h.rule,
             command: span.to_string(),
-            why: format!("{interpreter} code runs {}", h.why),
+            why: format!("in {interpreter} code: {}", h.why),
             instead: h.instead,
         });
     }
