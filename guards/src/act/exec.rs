@@ -292,7 +292,7 @@ pub(super) fn nested(
             }
         }
         "find" => out.items = Some(mass_delete::find(a, cmd, argv)),
-        n if interp::is_interpreter(n) => interp::interpreter(a, n, argv, stdin),
+        n if interp::is_interpreter(n) => interp::interpreter(a, n, argv, stdin, &cmd.span),
         _ => {}
     }
     Some(out)

@@ -10,6 +10,7 @@
 //! [`ActConfig::load`] is the only place that reads configuration.
 
 mod caches;
+mod code;
 mod config;
 mod disks;
 mod exec;

@@ -9,7 +9,7 @@ use super::paths::{Place, place};
 use super::rules::Hit;
 use super::shell::{Analyser, Word};
 
-const INSTEAD_RM: &str = "delete the specific files by name without -r, or move the directory under /tmp and remove it there; if a whole tree really must go, ask a human";
+pub(super) const INSTEAD_RM: &str = "delete the specific files by name without -r, or move the directory under /tmp and remove it there; if a whole tree really must go, ask a human";
 const INSTEAD_CACHE: &str = "run the removal from the project's directory in a git work tree, naming only the cache folder (`rm -rf node_modules`), or use the tool's own clean command (`cargo clean`, `npm ci`)";
 const INSTEAD_RM_ROOT: &str = "never remove the root, a home directory or a system directory; name the exact files you created";
 

@@ -93,7 +93,7 @@ pub(super) fn dispatch(
         "flutter" => flutter::verdict(argv, &mut hits),
         _ => sql::verdict(name, argv, stdin, &mut hits),
     }
-    steal::verdict(name, argv, cmd, input, &mut hits);
+    steal::verdict(a, name, argv, cmd, input, &mut hits);
     release::verdict(a, argv, &mut hits);
     if let Some(h) = pick(a, hits) {
         a.block(Block {
@@ -104,7 +104,8 @@ pub(super) fn dispatch(
         });
         return Flow::default();
     }
-    out.secret = steal::flows_secret(name, argv, cmd, input);
+    out.secret = steal::flows_secret(a, name, argv, cmd, input);
+    steal::note_secret_copies(a, name, argv, cmd, input, out.secret);
     out.decoded = steal::is_decoder(name, argv);
     exec::passes_on(a, cmd, name, argv, stdin, &mut out);
     out

@@ -142,6 +142,10 @@ pub(crate) struct Analyser<'c> {
     /// ([`super::cache_candidates`]).
     pub collect_caches: bool,
     pub caches: std::cell::RefCell<Vec<String>>,
+    /// Files that hold a copy or a derivation of a secret, made earlier in
+    /// the text (`cp .env x`, `base64 id_rsa > k`): secrets for the rest
+    /// of the line.
+    pub secret_copies: Vec<String>,
 }
 
 pub(crate) fn analyse(text: &str, cfg: &ActConfig, rules: Rules) -> Verdict {
@@ -183,6 +187,7 @@ fn analyse_with(
         ran_before_rm: false,
         collect_caches,
         caches: Default::default(),
+        secret_copies: Vec::new(),
     };
     a.shell(text);
     let caches = a.caches.take();
@@ -569,6 +574,23 @@ impl<'c> Analyser<'c> {
             }
             Some(body) if body.kind() == "pipeline" => {
                 self.pipeline(body, src, input, stdin.as_deref())
+            }
+            // `a && b < f`: the parser hangs `< f` on the list; bash feeds
+            // it to the last command.
+            Some(body) if body.kind() == "list" && !extra_in.is_empty() => {
+                let mut c = body.walk();
+                let kids: Vec<Node<'_>> = body.named_children(&mut c).collect();
+                for (i, k) in kids.iter().enumerate() {
+                    if i + 1 == kids.len() && k.kind() == "command" {
+                        let mut cmd = build_cmd(*k, src, None);
+                        cmd.in_files.extend(extra_in.iter().cloned());
+                        self.run(&cmd, Flow::default());
+                        self.walk_inside_command(*k, src);
+                    } else {
+                        self.walk(*k, src);
+                    }
+                }
+                self.run_redirection_only(node, src, extra_out)
             }
             // A compound command or a bare redirection (`> f`, `{ …; } > f`):
             // the files it writes are still written.

@@ -445,7 +445,7 @@ fn redis_command<'a>(args: &[&'a str]) -> Option<&'a str> {
     None
 }
 
-const INSTEAD_SQL: &str =
+pub(super) const INSTEAD_SQL: &str =
     "write a reviewed migration; never drop or truncate data from an agent shell";
 
 /// SQL that deletes data, on a client's command line or stdin, and the

@@ -7,9 +7,9 @@
 
 use super::Rule;
 use super::rules::Hit;
-use super::shell::{Cmd, Flow, Word};
+use super::shell::{Analyser, Cmd, Flow, Word};
 
-const INSTEAD_STEAL: &str = "secrets never leave this machine; if a service needs a credential, ask a human to configure it";
+pub(super) const INSTEAD_STEAL: &str = "secrets never leave this machine; if a service needs a credential, ask a human to configure it";
 
 /// Commands that send data off the machine: the command, the words that
 /// must follow it (in order) and how it sends.
@@ -114,7 +114,7 @@ fn exempt_opts(kind: Sender) -> &'static [&'static str] {
     }
 }
 
-fn is_loopback(host: &str) -> bool {
+pub(super) fn is_loopback(host: &str) -> bool {
     let h = host
         .split("://")
         .nth(1)
@@ -156,7 +156,14 @@ fn without_exempt_options<'a>(args: &'a [Word], exempt: &[&str]) -> Vec<&'a Word
     out
 }
 
-pub(super) fn verdict(name: &str, argv: &[Word], cmd: &Cmd, input: &Flow, hits: &mut Vec<Hit>) {
+pub(super) fn verdict(
+    a: &Analyser<'_>,
+    name: &str,
+    argv: &[Word],
+    cmd: &Cmd,
+    input: &Flow,
+    hits: &mut Vec<Hit>,
+) {
     let Some(kind) = sender_kind(name, argv) else {
         return;
     };
@@ -182,7 +189,7 @@ pub(super) fn verdict(name: &str, argv: &[Word], cmd: &Cmd, input: &Flow, hits: 
                     .filter(|w| {
                         !w.text.starts_with('@')
                             && !w.text.contains('=')
-                            && !mentions_secret(&w.text)
+                            && !is_secret_here(a, &w.text)
                     })
                     .collect();
             }
@@ -211,7 +218,7 @@ pub(super) fn verdict(name: &str, argv: &[Word], cmd: &Cmd, input: &Flow, hits: 
         leaked = Some("a secret file's content piped into it".into());
     }
     if leaked.is_none()
-        && let Some(f) = cmd.in_files.iter().find(|w| mentions_secret(&w.text))
+        && let Some(f) = cmd.in_files.iter().find(|w| is_secret_here(a, &w.text))
     {
         leaked = Some(format!("`{}` fed to its stdin", f.text));
     }
@@ -236,7 +243,7 @@ pub(super) fn verdict(name: &str, argv: &[Word], cmd: &Cmd, input: &Flow, hits: 
                 })
                 .collect(),
         };
-        if let Some(w) = candidates.iter().find(|w| mentions_secret(&w.text)) {
+        if let Some(w) = candidates.iter().find(|w| is_secret_here(a, &w.text)) {
             leaked = Some(format!("`{}`", w.text));
         }
     }
@@ -264,7 +271,13 @@ pub(super) fn is_decoder(name: &str, argv: &[Word]) -> bool {
 }
 
 /// Does the stream out of this stage carry a secret?
-pub(super) fn flows_secret(name: &str, argv: &[Word], cmd: &Cmd, input: &Flow) -> bool {
+pub(super) fn flows_secret(
+    a: &Analyser<'_>,
+    name: &str,
+    argv: &[Word],
+    cmd: &Cmd,
+    input: &Flow,
+) -> bool {
     if matches!(
         name,
         "echo" | "printf" | "true" | ":" | "ls" | "stat" | "test" | "["
@@ -272,8 +285,82 @@ pub(super) fn flows_secret(name: &str, argv: &[Word], cmd: &Cmd, input: &Flow) -
         return false;
     }
     input.secret
-        || cmd.in_files.iter().any(|w| mentions_secret(&w.text))
-        || argv[1..].iter().any(|w| mentions_secret(&w.text))
+        || cmd.in_files.iter().any(|w| is_secret_here(a, &w.text))
+        || argv[1..].iter().any(|w| is_secret_here(a, &w.text))
+}
+
+/// Is `text` a secret file, or a copy of one made earlier in this text?
+pub(super) fn is_secret_here(a: &Analyser<'_>, text: &str) -> bool {
+    mentions_secret(text)
+        || (!a.secret_copies.is_empty()
+            && text
+                .split(|c: char| c.is_whitespace() || "@=,;|<>\"'()`{}[]".contains(c))
+                .any(|p| {
+                    let p = p.trim_start_matches("./");
+                    a.secret_copies.iter().any(|c| {
+                        p == c
+                            || p.strip_prefix(c.as_str())
+                                .is_some_and(|r| r.starts_with('/'))
+                    })
+                }))
+}
+
+/// Remember where this command puts a copy or a derivation of a secret:
+/// the file its output is redirected to, `tee`'s files, `cp`/`mv`'s
+/// destination, `tar -f` / `zip` archives.
+pub(super) fn note_secret_copies(
+    a: &mut Analyser<'_>,
+    name: &str,
+    argv: &[Word],
+    cmd: &Cmd,
+    input: &Flow,
+    secret_out: bool,
+) {
+    let mut found: Vec<String> = Vec::new();
+    if secret_out {
+        found.extend(cmd.out_files.iter().map(|w| w.text.clone()));
+    }
+    let positional: Vec<&Word> = argv[1..]
+        .iter()
+        .filter(|w| !w.text.starts_with('-'))
+        .collect();
+    match name {
+        "tee" if input.secret => found.extend(positional.iter().map(|w| w.text.clone())),
+        "cp" | "mv" | "install" | "ditto" => {
+            if let Some((dest, srcs)) = positional.split_last()
+                && srcs.iter().any(|w| is_secret_here(a, &w.text))
+            {
+                found.push(dest.text.clone());
+            }
+        }
+        "tar" | "bsdtar" | "gtar" if secret_out => {
+            // `-f ARCHIVE`, `czf ARCHIVE`, `--file=ARCHIVE`.
+            for (k, w) in argv[1..].iter().enumerate() {
+                let t = w.text.as_str();
+                if let Some(f) = t.strip_prefix("--file=") {
+                    found.push(f.to_string());
+                } else if (t == "--file"
+                    || (!t.starts_with("--") && t.ends_with('f') && (k == 0 || t.starts_with('-'))))
+                    && let Some(f) = argv.get(k + 2)
+                {
+                    found.push(f.text.clone());
+                }
+            }
+        }
+        "zip" | "7z" | "7za" | "rar" if secret_out => {
+            let skip = usize::from(name != "zip"); // `7z a ARCHIVE`
+            if let Some(w) = positional.get(skip) {
+                found.push(w.text.clone());
+            }
+        }
+        _ => {}
+    }
+    for f in found {
+        let f = f.trim_start_matches("./").to_string();
+        if !f.is_empty() && !f.starts_with("/dev/") && !a.secret_copies.contains(&f) {
+            a.secret_copies.push(f);
+        }
+    }
 }
 
 /// Does this text name a secret file anywhere?
@@ -313,7 +400,7 @@ const SECRET_FILES: &[(Secret, &str)] = &[
     (Secret::Name(".ssh"), "the SSH directory: keys"),
     (Secret::Name(".gnupg"), "GnuPG private keys"),
     (Secret::Under(".gnupg"), "GnuPG private keys"),
-    (Secret::Name(".aws"), "AWS credentials directory"),
+    (Secret::Under(".aws"), "AWS credentials and profiles"),
     (Secret::In(".aws", "credentials"), "AWS access keys"),
     (Secret::Under(".aws/sso/cache"), "AWS SSO tokens"),
     (Secret::Under(".config/gcloud"), "Google Cloud credentials"),
@@ -322,10 +409,7 @@ const SECRET_FILES: &[(Secret, &str)] = &[
         "Google Cloud ADC",
     ),
     (Secret::Under(".azure"), "Azure CLI tokens"),
-    (
-        Secret::In(".kube", "config"),
-        "Kubernetes cluster credentials",
-    ),
+    (Secret::Under(".kube"), "Kubernetes cluster credentials"),
     (
         Secret::In(".docker", "config.json"),
         "container registry logins",
@@ -379,6 +463,15 @@ const SECRET_FILES: &[(Secret, &str)] = &[
     (Secret::In(".fly", "config.yml"), "Fly.io token"),
     (Secret::Under(".password-store"), "pass password store"),
     (Secret::Name(".token.json"), "hoop's cached backend JWT"),
+    (Secret::Name(".mcp_key"), "a hoop home's MCP bearer key"),
+    (
+        Secret::Name(".claude.json"),
+        "Claude Code's config: MCP bearer keys",
+    ),
+    (
+        Secret::Name(".docker"),
+        "the Docker directory: registry logins",
+    ),
     (Secret::Name(".hoop"), "hoop's root: tokens and keys"),
     (Secret::Name("agent.env"), "hoop agent credentials"),
     (Secret::Name(".env"), "a project's secrets"),
@@ -414,6 +507,10 @@ fn is_secret_path(p: &str) -> bool {
         return !(base.starts_with("known_hosts")
             || base == "config"
             || base.starts_with("authorized_keys"));
+    }
+    // hoop's root holds the homes (tokens, MCP keys) and agent.env.
+    if parent == ".hoop" {
+        return true;
     }
     if let Some(suffix) = base.strip_prefix(".env.") {
         return !matches!(suffix, "example" | "sample" | "template" | "dist");
