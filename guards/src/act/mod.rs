@@ -10,9 +10,12 @@
 //! [`ActConfig::load`] is the only place that reads configuration.
 
 mod config;
+mod decode;
 mod disks;
+mod expand;
 mod force_push;
 mod history;
+mod longopt;
 mod mass_delete;
 mod overwrite;
 mod rules;

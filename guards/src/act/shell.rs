@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use tree_sitter::{Node, ParseOptions, Parser};
 
-use super::{ActConfig, Block, Verdict, rules};
+use super::{ActConfig, Block, Verdict, expand, rules};
 
 /// Shell text nested deeper than this (`bash -c` in `eval` in …) is not
 /// followed and the command is refused unchecked. Real commands nest two or
@@ -182,6 +182,16 @@ impl<'c> Analyser<'c> {
             ));
             return;
         }
+        // Brace expansion and unquoted `$IFS` are decided by the text
+        // alone: the expanded text is what runs (`{rm,-rf,src}`).
+        let expanded = match expand::prepass(text) {
+            Ok(e) => e,
+            Err(()) => {
+                self.refuse(&expand::too_large());
+                return;
+            }
+        };
+        let text = expanded.as_deref().unwrap_or(text);
         let Some(tree) = self.parse(text) else {
             return;
         };
