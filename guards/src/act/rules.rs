@@ -3,6 +3,7 @@
 //! sent back to the parser, and then each named rule looks at the argv.
 
 use super::config::{FASTLANE_SAFE_LANES, RELEASE_HARMLESS_WORDS};
+use super::decode;
 use super::disks;
 use super::force_push;
 use super::history;
@@ -319,6 +320,7 @@ fn dispatch(
     let mut out = Flow::default();
     match name {
         n if SHELLS.contains(&n) => shell_command(a, argv, stdin, input.decoded),
+        "eval" if decode::runs_decoded(&join(&argv[1..])) => a.refuse(decode::UNKNOWN_INTO_SHELL),
         "eval" => a.shell(&join(&argv[1..])),
         "cd" | "pushd" => change_dir(a, argv),
         "alias" => {
@@ -358,6 +360,11 @@ fn dispatch(
         "flutter" => flutter(argv, &mut hits),
         _ => sql_client(name, argv, stdin, &mut hits),
     }
+    // Decoded data nobody can read here, fed to a database client.
+    if input.decoded && stdin.is_none() && sql::client(name, argv).is_some() {
+        a.refuse(decode::UNKNOWN_INTO_CLIENT);
+        return Flow::default();
+    }
     steal(name, argv, cmd, input, &mut hits);
     release(a, argv, &mut hits);
     if let Some(h) = pick(a, hits) {
@@ -371,6 +378,14 @@ fn dispatch(
     }
     out.secret = flows_secret(name, argv, cmd, input);
     out.decoded = is_decoder(name, argv);
+    // A literal payload (`echo cm0g… | base64 -d`) decodes here: what
+    // reads it reads known text.
+    if decode::is_stdin_base64(name, argv)
+        && let Some(t) = stdin.and_then(decode::base64_text)
+    {
+        out.text = Some(t);
+        out.decoded = false;
+    }
     match name {
         "echo" | "printf" => {
             let args: Vec<Word> = argv[1..]
@@ -441,6 +456,9 @@ fn shell_command(a: &mut Analyser<'_>, argv: &[Word], stdin: Option<&str>, decod
         break;
     }
     match argv.get(j) {
+        Some(script) if cflag && decode::runs_decoded(&script.text) => {
+            a.refuse(decode::UNKNOWN_INTO_SHELL)
+        }
         Some(script) if cflag => {
             let s = script.text.clone();
             a.shell(&s);
@@ -456,9 +474,7 @@ fn shell_command(a: &mut Analyser<'_>, argv: &[Word], stdin: Option<&str>, decod
             Some(s) => a.shell(s),
             // Decoded bytes piped into a shell (`base64 -d | sh`): the code
             // cannot be read here, so the command is refused unchecked.
-            None if decoded => {
-                a.refuse("it pipes decoded data into a shell, which cannot be checked")
-            }
+            None if decoded => a.refuse(decode::UNKNOWN_INTO_SHELL),
             None => {}
         },
     }

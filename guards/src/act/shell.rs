@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use tree_sitter::{Node, ParseOptions, Parser};
 
-use super::{ActConfig, Block, Verdict, expand, rules};
+use super::{ActConfig, Block, Verdict, decode, expand, rules};
 
 /// Shell text nested deeper than this (`bash -c` in `eval` in …) is not
 /// followed and the command is refused unchecked. Real commands nest two or
@@ -836,7 +836,7 @@ fn build_cmd(node: Node<'_>, src: &str, stdin: Option<&str>) -> Cmd {
             "variable_assignment" | "comment" => {}
             "command_name" => {
                 let inner = child.named_child(0).unwrap_or(child);
-                cmd.words.push(word_value(inner, src));
+                push_split(&mut cmd.words, inner, src);
             }
             "file_redirect" => {
                 if let Some(w) = input_redirect(child, src) {
@@ -850,10 +850,21 @@ fn build_cmd(node: Node<'_>, src: &str, stdin: Option<&str>) -> Cmd {
                 }
             }
             "heredoc_redirect" => {}
-            _ => cmd.words.push(word_value(child, src)),
+            _ => push_split(&mut cmd.words, child, src),
         }
     }
     cmd
+}
+
+/// Push the word(s) of `node`: an unquoted `$(…)` whose output is known
+/// is split into words as bash splits it (`$(echo rm -rf x)` runs `rm`).
+fn push_split(words: &mut Vec<Word>, node: Node<'_>, src: &str) {
+    let w = word_value(node, src);
+    if node.kind() == "command_substitution" && !w.dynamic && w.text.contains([' ', '\t', '\n']) {
+        words.extend(w.text.split_ascii_whitespace().map(Word::lit));
+    } else {
+        words.push(w);
+    }
 }
 
 /// The value of a word-like node after quote removal.
@@ -943,6 +954,53 @@ fn static_output(node: Node<'_>, src: &str) -> Option<Word> {
         .filter(|k| k.kind() != "comment")
         .collect();
     let [cmd] = kids.as_slice() else { return None };
+    if cmd.kind() == "pipeline" {
+        // `$(echo cm0g… | base64 -d)`: a literal payload, decoded.
+        let mut c2 = cmd.walk();
+        let stages: Vec<Node<'_>> = cmd.named_children(&mut c2).collect();
+        let [first, second] = stages.as_slice() else {
+            return None;
+        };
+        let printed = printed_by(*first, src)?;
+        let argv = command_words(*second, src)?;
+        if printed.dynamic
+            || !argv
+                .first()
+                .is_some_and(|n| decode::is_stdin_base64(&n.text, &argv))
+        {
+            return None;
+        }
+        let text = decode::base64_text(&printed.text)?;
+        return Some(Word {
+            text: text.trim_end_matches('\n').to_string(),
+            dynamic: false,
+        });
+    }
+    printed_by(*cmd, src)
+}
+
+/// The plain words of a simple command (no redirections, assignments or
+/// bare expansions), or `None`.
+fn command_words(cmd: Node<'_>, src: &str) -> Option<Vec<Word>> {
+    if cmd.kind() != "command" {
+        return None;
+    }
+    let mut words = Vec::new();
+    let mut cursor = cmd.walk();
+    for child in cmd.named_children(&mut cursor) {
+        words.push(match child.kind() {
+            "command_name" => word_value(child.named_child(0).unwrap_or(child), src),
+            "word" | "number" | "raw_string" | "string" | "ansi_c_string" | "concatenation" => {
+                word_value(child, src)
+            }
+            _ => return None,
+        });
+    }
+    Some(words)
+}
+
+/// What `echo …` / `printf FMT …` prints, when known from the text.
+fn printed_by(cmd: Node<'_>, src: &str) -> Option<Word> {
     if cmd.kind() != "command" {
         return None;
     }
