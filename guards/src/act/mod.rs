@@ -13,7 +13,6 @@ mod config;
 mod decode;
 mod disks;
 mod expand;
-mod force_push;
 mod history;
 mod longopt;
 mod mass_delete;

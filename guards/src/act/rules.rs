@@ -5,7 +5,7 @@
 use super::config::{FASTLANE_SAFE_LANES, RELEASE_HARMLESS_WORDS};
 use super::decode;
 use super::disks;
-use super::force_push;
+use super::longopt;
 use super::history;
 use super::mass_delete;
 use super::overwrite;
@@ -883,8 +883,8 @@ fn rm(a: &mut Analyser<'_>, argv: &[Word], hits: &mut Vec<Hit>, _via: Option<&st
             targets.push(w.clone());
         } else if t == "--" {
             after = true;
-        } else if let Some(long) = t.strip_prefix("--") {
-            if long == "recursive" {
+        } else if t.starts_with("--") {
+            if longopt::meaning(t, RM_LONG) == Some("recursive") {
                 recursive = true;
             }
         } else if t.starts_with('-') && t.len() > 1 {
@@ -899,6 +899,20 @@ fn rm(a: &mut Analyser<'_>, argv: &[Word], hits: &mut Vec<Hit>, _via: Option<&st
         rm_targets(a, &targets, "rm -r", hits);
     }
 }
+
+/// GNU rm's long options (what a prefix may be read as).
+const RM_LONG: &[(&str, &str)] = &[
+    ("force", "force"),
+    ("interactive", "interactive"),
+    ("one-file-system", "one-file-system"),
+    ("no-preserve-root", "no-preserve-root"),
+    ("preserve-root", "preserve-root"),
+    ("recursive", "recursive"),
+    ("dir", "dir"),
+    ("verbose", "verbose"),
+    ("help", "help"),
+    ("version", "version"),
+];
 
 pub(super) fn rm_targets(a: &Analyser<'_>, targets: &[Word], how: &str, hits: &mut Vec<Hit>) {
     for t in targets {
@@ -1101,10 +1115,15 @@ fn git(a: &Analyser<'_>, argv: &[Word], hits: &mut Vec<Hit>) {
     }
     let Some(sub) = argv.get(i) else { return };
     let rest = &argv[i + 1..];
+    // A long option is read as git reads it: any unique prefix (`--forc`)
+    // of the subcommand's options where their list is held.
+    let table = git_long_options(&sub.text);
     let flags = |long: &[&str], short: char| -> bool {
         rest.iter().take_while(|w| w.text != "--").any(|w| {
             let t = w.text.as_str();
             long.contains(&t)
+                || longopt::meaning(t, table)
+                    .is_some_and(|m| long.iter().any(|l| l.strip_prefix("--") == Some(m)))
                 || (t.starts_with('-') && !t.starts_with("--") && t[1..].contains(short))
         })
     };
@@ -1191,10 +1210,12 @@ fn git(a: &Analyser<'_>, argv: &[Word], hits: &mut Vec<Hit>) {
         // A clone under a temp dir is nobody's work tree.
         "reset" if in_temp_repo(a, argv) => {}
         "reset" => {
-            if let Some(m) = rest
-                .iter()
-                .find(|w| w.text == "--hard" || w.text == "--merge")
-            {
+            if let Some(m) = rest.iter().find(|w| {
+                matches!(
+                    longopt::meaning(&w.text, GIT_RESET_LONG),
+                    Some("hard" | "merge")
+                )
+            }) {
                 hits.push(Hit::new(
                     Rule::Destroy,
                     format!(
@@ -1278,12 +1299,14 @@ fn add_takes_all(rest: &[Word]) -> bool {
             paths.push(t);
         } else if t == "--" {
             after = true;
-        } else if matches!(t, "--dry-run") {
+        } else if longopt::meaning(t, GIT_ADD_LONG) == Some("dry-run") {
             return false;
-        } else if matches!(
-            t,
-            "--all" | "--update" | "--no-ignore-removal" | "-A" | "-u"
-        ) {
+        } else if matches!(t, "-A" | "-u")
+            || matches!(
+                longopt::meaning(t, GIT_ADD_LONG),
+                Some("all" | "update" | "no-ignore-removal")
+            )
+        {
             all_flag = true;
         } else if !t.starts_with("--") {
             if t.contains('n') {
@@ -1333,18 +1356,19 @@ fn push(a: &Analyser<'_>, rest: &[Word], hits: &mut Vec<Hit>) {
             k += 2;
             continue;
         }
-        if t == "--dry-run" {
+        let long = longopt::meaning(t, GIT_PUSH_LONG);
+        if long == Some("dry-run") {
             // A rehearsal: nothing is sent.
             return;
         }
-        if t == "--force" || t == "--mirror" || force_push::is_lease_option(t) {
+        if matches!(long, Some("force" | "mirror")) {
             force = true;
-            if t == "--mirror" {
+            if long == Some("mirror") {
                 all = true;
             }
-        } else if t == "--delete" {
+        } else if long == Some("delete") {
             delete = true;
-        } else if t == "--all" || t == "--branches" {
+        } else if matches!(long, Some("all" | "branches")) {
             all = true;
         } else if t.starts_with("--") {
         } else if t.starts_with('-') && t.len() > 1 {
@@ -1423,18 +1447,153 @@ fn glob(pat: &str, s: &str) -> bool {
 
 // ------------------------------------------------------------ others
 
-/// rsync's options that delete files (on the target, or the sources).
-const RSYNC_DELETING: &[&str] = &[
-    "--del",
-    "--delete",
-    "--delete-before",
-    "--delete-during",
-    "--delete-delay",
-    "--delete-after",
-    "--delete-excluded",
-    "--delete-missing-args",
-    "--remove-source-files",
+/// rsync's long options, the deleting ones read as `delete`. rsync's own
+/// parser (popt) takes only whole names, but macOS's openrsync parses with
+/// getopt_long, which takes any unique prefix (`--delet`); whole names
+/// still never match a longer one (`--delay-updates` is not `--del`).
+const RSYNC_LONG: &[(&str, &str)] = &[
+    ("del", "delete"),
+    ("delete", "delete"),
+    ("delete-before", "delete"),
+    ("delete-during", "delete"),
+    ("delete-delay", "delete"),
+    ("delete-after", "delete"),
+    ("delete-excluded", "delete"),
+    ("delete-missing-args", "delete"),
+    ("remove-source-files", "delete"),
+    ("remove-sent-files", "delete"),
+    ("dry-run", "dry-run"),
+    ("delay-updates", "-"),
+    ("devices", "-"),
+    ("debug", "-"),
+    ("dirs", "-"),
+    ("dparam", "-"),
+    ("daemon", "-"),
+    ("remote-option", "-"),
+    ("recursive", "-"),
+    ("relative", "-"),
+    ("read-batch", "-"),
+    ("rsh", "-"),
+    ("rsync-path", "-"),
+    ("verbose", "-"),
+    ("version", "-"),
+    ("archive", "-"),
+    ("exclude", "-"),
+    ("include", "-"),
+    ("filter", "-"),
+    ("checksum", "-"),
+    ("compress", "-"),
+    ("progress", "-"),
+    ("partial", "-"),
+    ("human-readable", "-"),
+    ("itemize-changes", "-"),
+    ("stats", "-"),
+    ("links", "-"),
+    ("perms", "-"),
+    ("times", "-"),
+    ("group", "-"),
+    ("owner", "-"),
+    ("update", "-"),
+    ("inplace", "-"),
+    ("append", "-"),
+    ("backup", "-"),
+    ("backup-dir", "-"),
 ];
+
+/// Long options of the git subcommands whose options are read here (git
+/// 2.47's lists; a prefix shared with any of them is ambiguous, and git
+/// refuses it).
+const GIT_RESET_LONG: &[(&str, &str)] = &[
+    ("hard", "hard"),
+    ("soft", "-"),
+    ("mixed", "-"),
+    ("merge", "merge"),
+    ("keep", "-"),
+    ("quiet", "-"),
+    ("no-quiet", "-"),
+    ("patch", "-"),
+    ("intent-to-add", "-"),
+    ("pathspec-from-file", "-"),
+    ("pathspec-file-nul", "-"),
+    ("recurse-submodules", "-"),
+    ("no-recurse-submodules", "-"),
+    ("refresh", "-"),
+    ("no-refresh", "-"),
+];
+const GIT_CLEAN_LONG: &[(&str, &str)] = &[
+    ("force", "force"),
+    ("dry-run", "dry-run"),
+    ("quiet", "-"),
+    ("interactive", "-"),
+    ("exclude", "-"),
+];
+const GIT_ADD_LONG: &[(&str, &str)] = &[
+    ("all", "all"),
+    ("update", "update"),
+    ("no-ignore-removal", "no-ignore-removal"),
+    ("ignore-removal", "-"),
+    ("no-all", "-"),
+    ("dry-run", "dry-run"),
+    ("verbose", "-"),
+    ("force", "-"),
+    ("interactive", "-"),
+    ("patch", "-"),
+    ("edit", "-"),
+    ("intent-to-add", "-"),
+    ("refresh", "-"),
+    ("ignore-errors", "-"),
+    ("ignore-missing", "-"),
+    ("sparse", "-"),
+    ("chmod", "-"),
+    ("renormalize", "-"),
+    ("pathspec-from-file", "-"),
+    ("pathspec-file-nul", "-"),
+];
+/// `--force-with-lease` and `--force-if-includes` replace the remote
+/// branch like `--force` (the lease only checks that nobody pushed since
+/// the last fetch): all three mean `force`, so `--forc` is one too.
+const GIT_PUSH_LONG: &[(&str, &str)] = &[
+    ("force", "force"),
+    ("force-with-lease", "force"),
+    ("force-if-includes", "force"),
+    ("mirror", "mirror"),
+    ("delete", "delete"),
+    ("all", "all"),
+    ("branches", "branches"),
+    ("dry-run", "dry-run"),
+    ("repo", "-"),
+    ("tags", "-"),
+    ("porcelain", "-"),
+    ("recurse-submodules", "-"),
+    ("thin", "-"),
+    ("no-thin", "-"),
+    ("receive-pack", "-"),
+    ("exec", "-"),
+    ("set-upstream", "-"),
+    ("progress", "-"),
+    ("prune", "-"),
+    ("no-verify", "-"),
+    ("verify", "-"),
+    ("follow-tags", "-"),
+    ("signed", "-"),
+    ("atomic", "-"),
+    ("push-option", "-"),
+    ("ipv4", "-"),
+    ("ipv6", "-"),
+    ("quiet", "-"),
+    ("verbose", "-"),
+];
+
+/// The long options held for a git subcommand (empty: exact names only).
+fn git_long_options(sub: &str) -> &'static [(&'static str, &'static str)] {
+    match sub {
+        "reset" => GIT_RESET_LONG,
+        "clean" => GIT_CLEAN_LONG,
+        "add" | "stage" => GIT_ADD_LONG,
+        "push" => GIT_PUSH_LONG,
+        _ => &[],
+    }
+}
 
 fn rsync(argv: &[Word], hits: &mut Vec<Hit>) {
     let mut del = None;
@@ -1443,10 +1602,10 @@ fn rsync(argv: &[Word], hits: &mut Vec<Hit>) {
         let t = w.text.as_str();
         // Whole option names, as rsync matches them (`--delay-updates` is
         // not `--del`).
-        let opt = t.split_once('=').map_or(t, |(o, _)| o);
-        if RSYNC_DELETING.contains(&opt) {
+        let long = longopt::meaning(t, RSYNC_LONG);
+        if long == Some("delete") {
             del = Some(t.to_string());
-        } else if t == "--dry-run"
+        } else if long == Some("dry-run")
             || (t.starts_with('-') && !t.starts_with("--") && t.contains('n'))
         {
             dry = true;
