@@ -10,6 +10,7 @@
 //! [`ActConfig::load`] is the only place that reads configuration.
 
 mod config;
+mod copies;
 mod decode;
 mod disks;
 mod expand;

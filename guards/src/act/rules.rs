@@ -3,6 +3,7 @@
 //! sent back to the parser, and then each named rule looks at the argv.
 
 use super::config::{FASTLANE_SAFE_LANES, RELEASE_HARMLESS_WORDS};
+use super::copies;
 use super::decode;
 use super::disks;
 use super::longopt;
@@ -200,6 +201,9 @@ fn python_module(words: &[Word]) -> Option<(usize, Option<String>)> {
     None
 }
 
+/// What an unknown `xargs -I` item reads as in the command it fills.
+const XARGS_ITEM: &str = "${XARGS_ITEM}";
+
 fn xargs(a: &mut Analyser<'_>, cmd: &Cmd, words: &[Word], input: &Flow) -> Flow {
     let mut replace: Option<String> = None;
     let mut j = 1;
@@ -249,7 +253,7 @@ fn xargs(a: &mut Analyser<'_>, cmd: &Cmd, words: &[Word], input: &Flow) -> Flow 
     }
     let items: Vec<Word> = if let Some(items) = &input.items {
         items.clone()
-    } else if let Some(t) = &input.text {
+    } else if let Some(t) = input.text.as_ref().or(cmd.stdin_text.as_ref()) {
         t.split_whitespace().map(Word::lit).collect()
     } else {
         vec![Word::unknown()]
@@ -284,8 +288,16 @@ fn xargs(a: &mut Analyser<'_>, cmd: &Cmd, words: &[Word], input: &Flow) -> Flow 
                     .iter()
                     .map(|w| {
                         if w.text.contains(r.as_str()) {
+                            // An item nobody knows stands in as a variable,
+                            // so that code around it (`sh -c 'rm -rf {}'`)
+                            // is judged on an unknown path, not on none.
+                            let item_text = if item.dynamic && item.text.is_empty() {
+                                XARGS_ITEM
+                            } else {
+                                item.text.as_str()
+                            };
                             Word {
-                                text: w.text.replace(r.as_str(), &item.text),
+                                text: w.text.replace(r.as_str(), item_text),
                                 dynamic: w.dynamic || item.dynamic,
                             }
                         } else {
@@ -340,6 +352,7 @@ fn dispatch(
                 a.shell(&code);
             }
         }
+        "cp" | "ln" | "install" => copies::note(a, name, argv),
         "find" => out.items = Some(find(a, cmd, argv)),
         n if is_interpreter(n) => interpreter(a, n, argv, stdin),
         _ => {}
