@@ -503,6 +503,174 @@ fn split_ifs(w: &str) -> Option<String> {
     changed.then_some(out)
 }
 
+// ------------------------------------------------------------ variables
+
+/// Shell values known from the text: scalar variables (as assigned, `$…`
+/// kept when dynamic), arrays with literal elements (`x=(rm -rf src)`,
+/// `set -- …` as `@`).
+pub(super) struct Values<'v> {
+    pub vars: &'v [(String, String)],
+    pub arrays: &'v [(String, Vec<String>)],
+}
+
+impl Values<'_> {
+    fn ifs(&self) -> &str {
+        self.vars
+            .iter()
+            .rev()
+            .find(|(k, _)| k == "IFS")
+            .map_or(" \t\n", |(_, v)| v.as_str())
+    }
+    fn array(&self, name: &str) -> Option<&[String]> {
+        self.arrays
+            .iter()
+            .rev()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_slice())
+    }
+    fn scalar(&self, name: &str) -> Option<&str> {
+        self.vars
+            .iter()
+            .rev()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+            .filter(|v| !v.contains('$') && !v.contains('`'))
+    }
+}
+
+/// What a parameter expansion (`$c`, `${x[@]}`, `"$@"`, …) stands for when
+/// its value is known: the words, and whether they stay separate words
+/// even when quoted (`"${x[@]}"`).
+enum Param<'a> {
+    /// All elements of an array: `[@]` keeps them apart when quoted.
+    All(&'a [String], bool),
+    One(&'a str),
+}
+
+fn param<'a>(expansion: &str, values: &'a Values<'_>) -> Option<Param<'a>> {
+    let inner = match expansion.strip_prefix("${") {
+        Some(r) => r.strip_suffix('}')?,
+        None => expansion.strip_prefix('$')?,
+    };
+    match inner {
+        "@" | "*" => return Some(Param::All(values.array("@")?, inner == "@")),
+        _ => {}
+    }
+    if let Some((name, sub)) = inner.split_once('[') {
+        let sub = sub.strip_suffix(']')?;
+        let arr = values.array(name)?;
+        return match sub {
+            "@" | "*" => Some(Param::All(arr, sub == "@")),
+            n => Some(Param::One(arr.get(n.parse::<usize>().ok()?)?)),
+        };
+    }
+    if !inner.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return None;
+    }
+    values.scalar(inner).map(Param::One)
+}
+
+/// `s` single-quoted for the shell.
+fn quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+/// Unquoted words split at IFS characters, each quoted, blank-separated.
+fn split_quoted(values: &[&str], ifs: &str, out: &mut String) {
+    let mut first = true;
+    for v in values {
+        for f in v.split(|c| ifs.contains(c)).filter(|f| !f.is_empty()) {
+            if !first {
+                out.push(' ');
+            }
+            first = false;
+            out.push_str(&quote(f));
+        }
+    }
+}
+
+/// The text of the command `node` with every known expansion that makes
+/// other words than bash's own reading of the text (an unquoted variable
+/// holding blanks, `"${x[@]}"`, `${x[*]}`, `"$@"`, `${x[0]}`) replaced by
+/// the words it makes, quoted; `None` when there is none.
+pub(super) fn rewrite_command(
+    node: tree_sitter::Node<'_>,
+    src: &str,
+    values: &Values<'_>,
+) -> Option<String> {
+    if values.arrays.is_empty() && !values.vars.iter().any(|(_, v)| v.contains([' ', '\t', '\n', ','])) {
+        return None;
+    }
+    let mut reps: Vec<(usize, usize, String)> = Vec::new();
+    visit(node, src, values, &mut reps);
+    if reps.is_empty() {
+        return None;
+    }
+    reps.sort_by_key(|r| r.0);
+    let (start, end) = (node.start_byte(), node.end_byte());
+    let mut out = String::new();
+    let mut pos = start;
+    for (s, e, t) in reps {
+        if s < pos || e > end {
+            continue;
+        }
+        out.push_str(src.get(pos..s)?);
+        out.push_str(&t);
+        pos = e;
+    }
+    out.push_str(src.get(pos..end)?);
+    Some(out)
+}
+
+fn visit(
+    node: tree_sitter::Node<'_>,
+    src: &str,
+    values: &Values<'_>,
+    reps: &mut Vec<(usize, usize, String)>,
+) {
+    let text = src.get(node.start_byte()..node.end_byte()).unwrap_or("");
+    match node.kind() {
+        "command_substitution" | "process_substitution" | "variable_assignment" => {}
+        "string" => {
+            // Only a string that is exactly one expansion: `"${x[@]}"`.
+            let Some(inner) = text.strip_prefix('"').and_then(|t| t.strip_suffix('"')) else {
+                return;
+            };
+            if !inner.starts_with('$') || node.named_child_count() != 1 {
+                return;
+            }
+            let t = match param(inner, values) {
+                Some(Param::All(items, true)) => {
+                    items.iter().map(|i| quote(i)).collect::<Vec<_>>().join(" ")
+                }
+                Some(Param::All(items, false)) => quote(&items.join(" ")),
+                Some(Param::One(v)) if inner.contains('[') => quote(v),
+                _ => return,
+            };
+            reps.push((node.start_byte(), node.end_byte(), t));
+        }
+        "simple_expansion" | "expansion" => {
+            let ifs = values.ifs();
+            let words: Vec<&str> = match param(text, values) {
+                Some(Param::All(items, _)) => items.iter().map(String::as_str).collect(),
+                Some(Param::One(v)) if v.contains(|c| ifs.contains(c)) || text.contains('[') => {
+                    vec![v]
+                }
+                _ => return,
+            };
+            let mut t = String::new();
+            split_quoted(&words, ifs, &mut t);
+            reps.push((node.start_byte(), node.end_byte(), t));
+        }
+        _ => {
+            let mut cursor = node.walk();
+            for child in node.named_children(&mut cursor) {
+                visit(child, src, values, reps);
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

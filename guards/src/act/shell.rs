@@ -125,6 +125,9 @@ pub(crate) struct Analyser<'c> {
     files: Vec<(String, String)>,
     /// Aliases defined earlier in the text (`alias r='rm -rf'`).
     pub aliases: Vec<(String, String)>,
+    /// Arrays with literal elements assigned earlier in the text
+    /// (`x=(rm -rf src)`; `set -- …` as `@`).
+    arrays: Vec<(String, Vec<String>)>,
 }
 
 pub(crate) fn analyse(text: &str, cfg: &ActConfig) -> Verdict {
@@ -142,6 +145,7 @@ pub(crate) fn analyse(text: &str, cfg: &ActConfig) -> Verdict {
         heredocs: Vec::new(),
         files: Vec::new(),
         aliases: Vec::new(),
+        arrays: Vec::new(),
     };
     a.shell(text);
     match (a.hit, a.unchecked, a.unparsed) {
@@ -359,6 +363,9 @@ impl<'c> Analyser<'c> {
         match node.kind() {
             "comment" | "heredoc_start" | "heredoc_end" | "heredoc_content" => {}
             "command" => {
+                if self.expanded_command(node, src) {
+                    return;
+                }
                 let cmd = build_cmd(node, src, None);
                 self.run(&cmd, Flow::default());
                 self.walk_inside_command(node, src);
@@ -379,8 +386,11 @@ impl<'c> Analyser<'c> {
                     node.child_by_field_name("name"),
                     node.child_by_field_name("value"),
                 ) {
-                    let value = word_value(v, src);
                     let name = text(n, src).to_string();
+                    if v.kind() == "array" {
+                        self.assign_array(&name, v, src, text(node, src).contains("+="));
+                    }
+                    let value = word_value(v, src);
                     self.vars.retain(|(k, _)| *k != name);
                     // Dynamic values stay as written (`$HOME`, `$(…)`),
                     // which the rules understand or treat as unknown; a
@@ -396,6 +406,59 @@ impl<'c> Analyser<'c> {
             }
             _ => self.walk_children(node, src),
         }
+    }
+
+    /// `x=(…)` / `x+=(…)`: the array, when every element is literal.
+    fn assign_array(&mut self, name: &str, value: Node<'_>, src: &str, append: bool) {
+        let mut items = if append {
+            self.arrays
+                .iter()
+                .rev()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.clone())
+                .unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        self.arrays.retain(|(k, _)| k != name);
+        let mut cursor = value.walk();
+        for el in value.named_children(&mut cursor) {
+            if el.kind() == "comment" {
+                continue;
+            }
+            let w = word_value(el, src);
+            if w.dynamic {
+                return;
+            }
+            items.push(w.text);
+        }
+        self.arrays.push((name.to_string(), items));
+    }
+
+    /// A command whose words come from known variables split at blanks,
+    /// arrays or `set --` parameters (`$c`, `"${x[@]}"`) is analysed as
+    /// the words it makes; `set -- WORDS` records them. True when the
+    /// command was analysed that way.
+    fn expanded_command(&mut self, node: Node<'_>, src: &str) -> bool {
+        let values = expand::Values {
+            vars: &self.vars,
+            arrays: &self.arrays,
+        };
+        if let Some(t) = expand::rewrite_command(node, src, &values) {
+            self.shell(&t);
+            return true;
+        }
+        let cmd = build_cmd(node, src, None);
+        if cmd.words.first().is_some_and(|w| w.text == "set")
+            && cmd.words.get(1).is_some_and(|w| w.text == "--")
+        {
+            self.arrays.retain(|(k, _)| k != "@");
+            if cmd.words.iter().all(|w| !w.dynamic) {
+                let items = cmd.words[2..].iter().map(|w| w.text.clone()).collect();
+                self.arrays.push(("@".to_string(), items));
+            }
+        }
+        false
     }
 
     fn walk_children(&mut self, node: Node<'_>, src: &str) {
@@ -431,6 +494,7 @@ impl<'c> Analyser<'c> {
 
     fn stage_node(&mut self, node: Node<'_>, src: &str, input: Flow, stdin: Option<&str>) -> Flow {
         match node.kind() {
+            "command" if self.expanded_command(node, src) => Flow::default(),
             "command" => {
                 let cmd = build_cmd(node, src, stdin);
                 let out = self.run(&cmd, input);
@@ -526,6 +590,9 @@ impl<'c> Analyser<'c> {
         }
         let stdin = heredoc.or(here_string);
         let out = match node.child_by_field_name("body") {
+            Some(body) if body.kind() == "command" && self.expanded_command(body, src) => {
+                Flow::default()
+            }
             Some(body) if body.kind() == "command" => {
                 let mut cmd = build_cmd(body, src, stdin.as_deref());
                 cmd.in_files.extend(extra_in);
