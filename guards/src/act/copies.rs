@@ -7,7 +7,9 @@
 use super::shell::{Analyser, Word};
 
 /// Options of `cp`, `ln` and `install` that take the next word as value.
-const VALUE_OPTIONS: &[&str] = &["-m", "-o", "-g", "-S", "--suffix", "--mode", "--owner", "--group"];
+const VALUE_OPTIONS: &[&str] = &[
+    "-m", "-o", "-g", "-S", "--suffix", "--mode", "--owner", "--group",
+];
 
 /// Note the copy `argv` (of `cp`, `ln` or `install`) makes, if it copies a
 /// program.
@@ -35,13 +37,19 @@ pub(super) fn note(a: &mut Analyser<'_>, name: &str, argv: &[Word]) {
         }
         k += 1;
     }
-    let [src, dest] = operands.as_slice() else { return };
+    let [src, dest] = operands.as_slice() else {
+        return;
+    };
     let Some(program) = program(src) else { return };
     let d = dest.text.as_str();
     if dest.dynamic || d.ends_with('/') || d.is_empty() {
         return;
     }
-    let key = if d.contains('/') { d.to_string() } else { format!("./{d}") };
+    let key = if d.contains('/') {
+        d.to_string()
+    } else {
+        format!("./{d}")
+    };
     a.aliases.push((key, program));
 }
 

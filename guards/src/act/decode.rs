@@ -79,7 +79,10 @@ mod tests {
 
     #[test]
     fn literal_payloads_decode() {
-        assert_eq!(base64_text("cm0gLXJmIHNyYw==").as_deref(), Some("rm -rf src"));
+        assert_eq!(
+            base64_text("cm0gLXJmIHNyYw==").as_deref(),
+            Some("rm -rf src")
+        );
         assert_eq!(base64_text("cm0gLXJmIHNyYw").as_deref(), Some("rm -rf src"));
         assert_eq!(base64_text("bHMg\nLWxh").as_deref(), Some("ls -la"));
         assert_eq!(base64_text("not base64!"), None);

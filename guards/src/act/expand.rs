@@ -381,7 +381,9 @@ fn sequence(inner: &str, budget: usize) -> Result<Option<Vec<String>>, ()> {
         if count(a, z) > budget as u64 {
             return Err(());
         }
-        let padded = |s: &str| s.trim_start_matches('-').len() > 1 && s.trim_start_matches('-').starts_with('0');
+        let padded = |s: &str| {
+            s.trim_start_matches('-').len() > 1 && s.trim_start_matches('-').starts_with('0')
+        };
         let width = if padded(from) || padded(to) {
             from.len().max(to.len())
         } else {
@@ -425,7 +427,11 @@ fn sequence(inner: &str, budget: usize) -> Result<Option<Vec<String>>, ()> {
                 if x == z || v.len() as u64 >= count(a, z) {
                     break;
                 }
-                x = if a <= z { x + step as i64 } else { x - step as i64 };
+                x = if a <= z {
+                    x + step as i64
+                } else {
+                    x - step as i64
+                };
                 if (a <= z && x > z) || (a > z && x < z) {
                     break;
                 }
@@ -437,7 +443,12 @@ fn sequence(inner: &str, budget: usize) -> Result<Option<Vec<String>>, ()> {
 }
 
 /// Every word `w` brace-expands to, in bash's order, into `out`.
-fn expand_braces(w: &str, out: &mut Vec<String>, budget: &mut usize, depth: usize) -> Result<(), ()> {
+fn expand_braces(
+    w: &str,
+    out: &mut Vec<String>,
+    budget: &mut usize,
+    depth: usize,
+) -> Result<(), ()> {
     if depth > MAX_BRACE_GROUPS {
         return Err(());
     }
@@ -487,7 +498,9 @@ fn split_ifs(w: &str) -> Option<String> {
                 continue;
             }
             if let Some(after) = rest.strip_prefix("{IFS")
-                && after.starts_with(['}', ':', '%', '#', '/', '^', ',', '@', '[', '-', '+', '=', '?'])
+                && after.starts_with([
+                    '}', ':', '%', '#', '/', '^', ',', '@', '[', '-', '+', '=', '?',
+                ])
             {
                 let end = skip_group(b, i + 2, b'{', b'}');
                 out.push(' ');
@@ -598,7 +611,12 @@ pub(super) fn rewrite_command(
     src: &str,
     values: &Values<'_>,
 ) -> Option<String> {
-    if values.arrays.is_empty() && !values.vars.iter().any(|(_, v)| v.contains([' ', '\t', '\n', ','])) {
+    if values.arrays.is_empty()
+        && !values
+            .vars
+            .iter()
+            .any(|(_, v)| v.contains([' ', '\t', '\n', ',']))
+    {
         return None;
     }
     let mut reps: Vec<(usize, usize, String)> = Vec::new();
@@ -676,7 +694,9 @@ mod tests {
     use super::*;
 
     fn pre(t: &str) -> String {
-        prepass(t).expect("within bounds").unwrap_or_else(|| t.to_string())
+        prepass(t)
+            .expect("within bounds")
+            .unwrap_or_else(|| t.to_string())
     }
 
     #[test]
@@ -688,7 +708,10 @@ mod tests {
         assert_eq!(pre(r#"{"rm","-rf","src"}"#), r#""rm" "-rf" "src""#);
         assert_eq!(pre("cp a{,.bak}"), "cp a a.bak");
         assert_eq!(pre("echo x{1..3}"), "echo x1 x2 x3");
-        assert_eq!(pre("echo {01..03} {c..a} {1..7..3}"), "echo 01 02 03 c b a 1 4 7");
+        assert_eq!(
+            pre("echo {01..03} {c..a} {1..7..3}"),
+            "echo 01 02 03 c b a 1 4 7"
+        );
         assert_eq!(pre("echo {a,b}{1,2}"), "echo a1 a2 b1 b2");
         assert_eq!(pre("echo {a,{b,c}}"), "echo a b c");
     }

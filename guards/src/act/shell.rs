@@ -448,6 +448,9 @@ impl<'c> Analyser<'c> {
             self.shell(&t);
             return true;
         }
+        if !text(node, src).starts_with("set") {
+            return false;
+        }
         let cmd = build_cmd(node, src, None);
         if cmd.words.first().is_some_and(|w| w.text == "set")
             && cmd.words.get(1).is_some_and(|w| w.text == "--")
