@@ -212,7 +212,10 @@ fn word_end(b: &[u8], mut i: usize) -> usize {
 /// `$(…)`, `${…}`, a backquoted command, or one plain byte.
 fn skip_unit(b: &[u8], i: usize) -> usize {
     match b[i] {
-        b'\\' => (i + 2).min(b.len()),
+        // The escaped character whole (it may be several bytes long).
+        b'\\' => b
+            .get(i + 1)
+            .map_or(b.len(), |&c| (i + 1 + utf8_len(c)).min(b.len())),
         b'\'' => close(b, i + 1, b'\''),
         b'"' => skip_dquoted(b, i + 1),
         b'`' => skip_backquoted(b, i + 1),
@@ -223,6 +226,16 @@ fn skip_unit(b: &[u8], i: usize) -> usize {
             _ => i + 1,
         },
         _ => i + 1,
+    }
+}
+
+/// The length of the UTF-8 character whose first byte is `c`.
+fn utf8_len(c: u8) -> usize {
+    match c {
+        0xf0.. => 4,
+        0xe0.. => 3,
+        0xc0.. => 2,
+        _ => 1,
     }
 }
 
@@ -615,7 +628,7 @@ pub(super) fn rewrite_command(
         && !values
             .vars
             .iter()
-            .any(|(_, v)| v.contains([' ', '\t', '\n', ',']))
+            .any(|(k, v)| k == "IFS" || v.contains([' ', '\t', '\n']))
     {
         return None;
     }
@@ -742,6 +755,11 @@ mod tests {
         assert_eq!(pre("rm${IFS:0:1}-rf src"), "rm -rf src");
         assert_eq!(pre("{rm,-rf}${IFS}src"), "rm src -rf src");
         assert_eq!(pre("echo $IFSX"), "echo $IFSX");
+    }
+
+    #[test]
+    fn escaped_multibyte_characters_are_whole() {
+        assert_eq!(pre("echo \\é{a,b} \\ü$IFS"), "echo \\éa \\éb \\ü ");
     }
 
     #[test]
