@@ -150,8 +150,7 @@ fn has_flag(argv: &[Word], short: char, long: &str) -> bool {
 /// of it, as GNU getopt reads it (`--al` is `--all`)? An ambiguous prefix
 /// makes the tool refuse to run, so counting it is harmless.
 pub(super) fn is_long(opt: &str, long: &str) -> bool {
-    let name = opt.split_once('=').map_or(opt, |(n, _)| n);
-    name.len() > 2 && name.starts_with("--") && long.starts_with(name)
+    super::longopt::is_prefix_of(opt, long.trim_start_matches("--"))
 }
 
 fn first_disk(argv: &[Word]) -> Option<&str> {

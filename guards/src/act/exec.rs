@@ -7,6 +7,8 @@
 //! handed to [`super::rules::dispatch`].
 
 use super::Block;
+use super::copies;
+use super::decode;
 use super::git_alias;
 use super::interp;
 use super::mass_delete;
@@ -148,6 +150,9 @@ fn python_module(words: &[Word]) -> Option<(usize, Option<String>)> {
     None
 }
 
+/// What an unknown `xargs -I` item reads as in the command it fills.
+const XARGS_ITEM: &str = "${XARGS_ITEM}";
+
 fn xargs(a: &mut Analyser<'_>, cmd: &Cmd, words: &[Word], input: &Flow) -> Flow {
     let mut replace: Option<String> = None;
     let mut j = 1;
@@ -197,7 +202,7 @@ fn xargs(a: &mut Analyser<'_>, cmd: &Cmd, words: &[Word], input: &Flow) -> Flow 
     }
     let items: Vec<Word> = if let Some(items) = &input.items {
         items.clone()
-    } else if let Some(t) = &input.text {
+    } else if let Some(t) = input.text.as_ref().or(cmd.stdin_text.as_ref()) {
         t.split_whitespace().map(Word::lit).collect()
     } else {
         vec![Word::unknown()]
@@ -232,8 +237,16 @@ fn xargs(a: &mut Analyser<'_>, cmd: &Cmd, words: &[Word], input: &Flow) -> Flow 
                     .iter()
                     .map(|w| {
                         if w.text.contains(r.as_str()) {
+                            // An item nobody knows stands in as a variable,
+                            // so that code around it (`sh -c 'rm -rf {}'`)
+                            // is judged on an unknown path, not on none.
+                            let item_text = if item.dynamic && item.text.is_empty() {
+                                XARGS_ITEM
+                            } else {
+                                item.text.as_str()
+                            };
                             Word {
-                                text: w.text.replace(r.as_str(), &item.text),
+                                text: w.text.replace(r.as_str(), item_text),
                                 dynamic: w.dynamic || item.dynamic,
                             }
                         } else {
@@ -271,6 +284,7 @@ pub(super) fn nested(
     let mut out = Flow::default();
     match name {
         n if SHELLS.contains(&n) => shell_command(a, argv, stdin, input.decoded),
+        "eval" if decode::runs_decoded(&join(&argv[1..])) => a.refuse(decode::UNKNOWN_INTO_SHELL),
         "eval" => a.shell(&join(&argv[1..])),
         "git" if git_alias::nested(a, cmd, argv, input, stdin) => return None,
         "cd" | "pushd" => change_dir(a, argv),
@@ -291,6 +305,7 @@ pub(super) fn nested(
                 a.shell(&code);
             }
         }
+        "cp" | "ln" | "install" => copies::note(a, name, argv),
         "find" => out.items = Some(mass_delete::find(a, cmd, argv)),
         n if interp::is_interpreter(n) => interp::interpreter(a, n, argv, stdin, &cmd.span),
         _ => {}
@@ -362,6 +377,9 @@ fn shell_command(a: &mut Analyser<'_>, argv: &[Word], stdin: Option<&str>, decod
         break;
     }
     match argv.get(j) {
+        Some(script) if cflag && decode::runs_decoded(&script.text) => {
+            a.refuse(decode::UNKNOWN_INTO_SHELL)
+        }
         Some(script) if cflag => {
             let s = script.text.clone();
             a.shell(&s);
@@ -377,9 +395,7 @@ fn shell_command(a: &mut Analyser<'_>, argv: &[Word], stdin: Option<&str>, decod
             Some(s) => a.shell(s),
             // Decoded bytes piped into a shell (`base64 -d | sh`): the code
             // cannot be read here, so the command is refused unchecked.
-            None if decoded => {
-                a.refuse("it pipes decoded data into a shell, which cannot be checked")
-            }
+            None if decoded => a.refuse(decode::UNKNOWN_INTO_SHELL),
             None => {}
         },
     }

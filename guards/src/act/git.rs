@@ -7,8 +7,8 @@
 //! good. A clone under a temp dir is nobody's work tree.
 
 use super::Rule;
-use super::force_push;
 use super::history;
+use super::longopt;
 use super::paths::is_temp_dir;
 use super::rules::Hit;
 use super::shell::{Analyser, Word};
@@ -43,10 +43,15 @@ pub(super) fn verdict(a: &Analyser<'_>, argv: &[Word], hits: &mut Vec<Hit>) {
     }
     let Some(sub) = argv.get(i) else { return };
     let rest = &argv[i + 1..];
+    // A long option is read as git reads it: any unique prefix (`--forc`)
+    // of the subcommand's options where their list is held.
+    let table = git_long_options(&sub.text);
     let flags = |long: &[&str], short: char| -> bool {
         rest.iter().take_while(|w| w.text != "--").any(|w| {
             let t = w.text.as_str();
             long.contains(&t)
+                || longopt::meaning(t, table)
+                    .is_some_and(|m| long.iter().any(|l| l.strip_prefix("--") == Some(m)))
                 || (t.starts_with('-') && !t.starts_with("--") && t[1..].contains(short))
         })
     };
@@ -133,10 +138,12 @@ pub(super) fn verdict(a: &Analyser<'_>, argv: &[Word], hits: &mut Vec<Hit>) {
         // A clone under a temp dir is nobody's work tree.
         "reset" if in_temp_repo(a, argv) => {}
         "reset" => {
-            if let Some(m) = rest
-                .iter()
-                .find(|w| w.text == "--hard" || w.text == "--merge")
-            {
+            if let Some(m) = rest.iter().find(|w| {
+                matches!(
+                    longopt::meaning(&w.text, GIT_RESET_LONG),
+                    Some("hard" | "merge")
+                )
+            }) {
                 hits.push(Hit::new(
                     Rule::Destroy,
                     format!(
@@ -221,12 +228,14 @@ fn add_takes_all(rest: &[Word]) -> bool {
             paths.push(t);
         } else if t == "--" {
             after = true;
-        } else if matches!(t, "--dry-run") {
+        } else if longopt::meaning(t, GIT_ADD_LONG) == Some("dry-run") {
             return false;
-        } else if matches!(
-            t,
-            "--all" | "--update" | "--no-ignore-removal" | "-A" | "-u"
-        ) {
+        } else if matches!(t, "-A" | "-u")
+            || matches!(
+                longopt::meaning(t, GIT_ADD_LONG),
+                Some("all" | "update" | "no-ignore-removal")
+            )
+        {
             all_flag = true;
         } else if !t.starts_with("--") {
             if t.contains('n') {
@@ -272,18 +281,19 @@ fn push(a: &Analyser<'_>, rest: &[Word], hits: &mut Vec<Hit>) {
             k += 2;
             continue;
         }
-        if t == "--dry-run" {
+        let long = longopt::meaning(t, GIT_PUSH_LONG);
+        if long == Some("dry-run") {
             // A rehearsal: nothing is sent.
             return;
         }
-        if t == "--force" || t == "--mirror" || force_push::is_lease_option(t) {
+        if matches!(long, Some("force" | "mirror")) {
             force = true;
-            if t == "--mirror" {
+            if long == Some("mirror") {
                 all = true;
             }
-        } else if t == "--delete" {
+        } else if long == Some("delete") {
             delete = true;
-        } else if t == "--all" || t == "--branches" {
+        } else if matches!(long, Some("all" | "branches")) {
             all = true;
         } else if t.starts_with("--") {
         } else if t.starts_with('-') && t.len() > 1 {
@@ -358,6 +368,101 @@ fn glob(pat: &str, s: &str) -> bool {
         }
     }
     m(pat.as_bytes(), s.as_bytes())
+}
+
+/// Long options of the git subcommands whose options are read here (git
+/// 2.47's lists; a prefix shared with any of them is ambiguous, and git
+/// refuses it).
+const GIT_RESET_LONG: &[(&str, &str)] = &[
+    ("hard", "hard"),
+    ("soft", "-"),
+    ("mixed", "-"),
+    ("merge", "merge"),
+    ("keep", "-"),
+    ("quiet", "-"),
+    ("no-quiet", "-"),
+    ("patch", "-"),
+    ("intent-to-add", "-"),
+    ("pathspec-from-file", "-"),
+    ("pathspec-file-nul", "-"),
+    ("recurse-submodules", "-"),
+    ("no-recurse-submodules", "-"),
+    ("refresh", "-"),
+    ("no-refresh", "-"),
+];
+const GIT_CLEAN_LONG: &[(&str, &str)] = &[
+    ("force", "force"),
+    ("dry-run", "dry-run"),
+    ("quiet", "-"),
+    ("interactive", "-"),
+    ("exclude", "-"),
+];
+const GIT_ADD_LONG: &[(&str, &str)] = &[
+    ("all", "all"),
+    ("update", "update"),
+    ("no-ignore-removal", "no-ignore-removal"),
+    ("ignore-removal", "-"),
+    ("no-all", "-"),
+    ("dry-run", "dry-run"),
+    ("verbose", "-"),
+    ("force", "-"),
+    ("interactive", "-"),
+    ("patch", "-"),
+    ("edit", "-"),
+    ("intent-to-add", "-"),
+    ("refresh", "-"),
+    ("ignore-errors", "-"),
+    ("ignore-missing", "-"),
+    ("sparse", "-"),
+    ("chmod", "-"),
+    ("renormalize", "-"),
+    ("pathspec-from-file", "-"),
+    ("pathspec-file-nul", "-"),
+];
+/// `--force-with-lease` and `--force-if-includes` replace the remote
+/// branch like `--force` (the lease only checks that nobody pushed since
+/// the last fetch): all three mean `force`, so `--forc` is one too.
+const GIT_PUSH_LONG: &[(&str, &str)] = &[
+    ("force", "force"),
+    ("force-with-lease", "force"),
+    ("force-if-includes", "force"),
+    ("mirror", "mirror"),
+    ("delete", "delete"),
+    ("all", "all"),
+    ("branches", "branches"),
+    ("dry-run", "dry-run"),
+    ("repo", "-"),
+    ("tags", "-"),
+    ("porcelain", "-"),
+    ("recurse-submodules", "-"),
+    ("thin", "-"),
+    ("no-thin", "-"),
+    ("receive-pack", "-"),
+    ("exec", "-"),
+    ("set-upstream", "-"),
+    ("progress", "-"),
+    ("prune", "-"),
+    ("no-verify", "-"),
+    ("verify", "-"),
+    ("follow-tags", "-"),
+    ("signed", "-"),
+    ("atomic", "-"),
+    ("push-option", "-"),
+    ("ipv4", "-"),
+    ("ipv6", "-"),
+    ("quiet", "-"),
+    ("verbose", "-"),
+];
+
+/// The long options held for a git subcommand (empty: exact names only).
+fn git_long_options(sub: &str) -> &'static [(&'static str, &'static str)] {
+    match sub {
+        "reset" => GIT_RESET_LONG,
+        "clean" => GIT_CLEAN_LONG,
+        "add" | "stage" => GIT_ADD_LONG,
+        "push" => GIT_PUSH_LONG,
+        _ => &[],
+    }
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 
 use super::Rule;
 use super::caches;
+use super::longopt;
 use super::paths::{Place, place};
 use super::rules::Hit;
 use super::shell::{Analyser, Word};
@@ -23,8 +24,8 @@ pub(super) fn verdict(a: &Analyser<'_>, argv: &[Word], hits: &mut Vec<Hit>) {
             targets.push(w.clone());
         } else if t == "--" {
             after = true;
-        } else if let Some(long) = t.strip_prefix("--") {
-            if long == "recursive" {
+        } else if t.starts_with("--") {
+            if longopt::meaning(t, RM_LONG) == Some("recursive") {
                 recursive = true;
             }
         } else if t.starts_with('-') && t.len() > 1 {
@@ -53,6 +54,20 @@ pub(super) fn verdict(a: &Analyser<'_>, argv: &[Word], hits: &mut Vec<Hit>) {
         .collect();
     rm_targets(a, &every, "rm with a glob that takes every name", hits);
 }
+
+/// GNU rm's long options (what a prefix may be read as).
+const RM_LONG: &[(&str, &str)] = &[
+    ("force", "force"),
+    ("interactive", "interactive"),
+    ("one-file-system", "one-file-system"),
+    ("no-preserve-root", "no-preserve-root"),
+    ("preserve-root", "preserve-root"),
+    ("recursive", "recursive"),
+    ("dir", "dir"),
+    ("verbose", "verbose"),
+    ("help", "help"),
+    ("version", "version"),
+];
 
 pub(super) fn rm_targets(a: &Analyser<'_>, targets: &[Word], how: &str, hits: &mut Vec<Hit>) {
     for t in targets {

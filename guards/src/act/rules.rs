@@ -5,6 +5,7 @@
 //! in its own file, and [`pick`] chooses the gravest armed finding.
 
 use super::caches;
+use super::decode;
 use super::disks;
 use super::exec::{self, is_assignment};
 use super::flutter;
@@ -93,6 +94,11 @@ pub(super) fn dispatch(
         "flutter" => flutter::verdict(argv, &mut hits),
         _ => sql::verdict(name, argv, stdin, &mut hits),
     }
+    // Decoded data nobody can read here, fed to a database client.
+    if input.decoded && stdin.is_none() && sql::client(name, argv).is_some() {
+        a.refuse(decode::UNKNOWN_INTO_CLIENT);
+        return Flow::default();
+    }
     steal::verdict(a, name, argv, cmd, input, &mut hits);
     release::verdict(a, argv, &mut hits);
     if let Some(h) = pick(a, hits) {
@@ -107,6 +113,14 @@ pub(super) fn dispatch(
     out.secret = steal::flows_secret(a, name, argv, cmd, input);
     steal::note_secret_copies(a, name, argv, cmd, input, out.secret);
     out.decoded = steal::is_decoder(name, argv);
+    // A literal payload (`echo cm0g… | base64 -d`) decodes here: what
+    // reads it reads known text.
+    if decode::is_stdin_base64(name, argv)
+        && let Some(t) = stdin.and_then(decode::base64_text)
+    {
+        out.text = Some(t);
+        out.decoded = false;
+    }
     exec::passes_on(a, cmd, name, argv, stdin, &mut out);
     out
 }

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use tree_sitter::{Node, ParseOptions, Parser};
 
 use super::words::{FRESH_TEMP, is_mktemp};
-use super::{ActConfig, Block, Verdict};
+use super::{ActConfig, Block, Verdict, decode, expand};
 
 /// Shell text nested deeper than this (`bash -c` in `eval` in …) is not
 /// followed and the command is refused unchecked. Real commands nest two or
@@ -146,6 +146,9 @@ pub(crate) struct Analyser<'c> {
     /// the text (`cp .env x`, `base64 id_rsa > k`): secrets for the rest
     /// of the line.
     pub secret_copies: Vec<String>,
+    /// Arrays with literal elements assigned earlier in the text
+    /// (`x=(rm -rf src)`; `set -- …` as `@`).
+    arrays: Vec<(String, Vec<String>)>,
 }
 
 pub(crate) fn analyse(text: &str, cfg: &ActConfig, rules: Rules) -> Verdict {
@@ -188,6 +191,7 @@ fn analyse_with(
         collect_caches,
         caches: Default::default(),
         secret_copies: Vec::new(),
+        arrays: Vec::new(),
     };
     a.shell(text);
     let caches = a.caches.take();
@@ -230,6 +234,16 @@ impl<'c> Analyser<'c> {
             ));
             return;
         }
+        // Brace expansion and unquoted `$IFS` are decided by the text
+        // alone: the expanded text is what runs (`{rm,-rf,src}`).
+        let expanded = match expand::prepass(text) {
+            Ok(e) => e,
+            Err(()) => {
+                self.refuse(&expand::too_large());
+                return;
+            }
+        };
+        let text = expanded.as_deref().unwrap_or(text);
         let Some(tree) = self.parse(text) else {
             return;
         };
@@ -397,6 +411,9 @@ impl<'c> Analyser<'c> {
         match node.kind() {
             "comment" | "heredoc_start" | "heredoc_end" | "heredoc_content" => {}
             "command" => {
+                if self.expanded_command(node, src) {
+                    return;
+                }
                 let cmd = build_cmd(node, src, None);
                 self.run(&cmd, Flow::default());
                 self.walk_inside_command(node, src);
@@ -417,8 +434,11 @@ impl<'c> Analyser<'c> {
                     node.child_by_field_name("name"),
                     node.child_by_field_name("value"),
                 ) {
-                    let value = word_value(v, src);
                     let name = text(n, src).to_string();
+                    if v.kind() == "array" {
+                        self.assign_array(&name, v, src, text(node, src).contains("+="));
+                    }
+                    let value = word_value(v, src);
                     self.vars.retain(|(k, _)| *k != name);
                     // Dynamic values stay as written (`$HOME`, `$(…)`),
                     // which the rules understand or treat as unknown; a
@@ -434,6 +454,62 @@ impl<'c> Analyser<'c> {
             }
             _ => self.walk_children(node, src),
         }
+    }
+
+    /// `x=(…)` / `x+=(…)`: the array, when every element is literal.
+    fn assign_array(&mut self, name: &str, value: Node<'_>, src: &str, append: bool) {
+        let mut items = if append {
+            self.arrays
+                .iter()
+                .rev()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.clone())
+                .unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        self.arrays.retain(|(k, _)| k != name);
+        let mut cursor = value.walk();
+        for el in value.named_children(&mut cursor) {
+            if el.kind() == "comment" {
+                continue;
+            }
+            let w = word_value(el, src);
+            if w.dynamic {
+                return;
+            }
+            items.push(w.text);
+        }
+        self.arrays.push((name.to_string(), items));
+    }
+
+    /// A command whose words come from known variables split at blanks,
+    /// arrays or `set --` parameters (`$c`, `"${x[@]}"`) is analysed as
+    /// the words it makes; `set -- WORDS` records them. True when the
+    /// command was analysed that way.
+    fn expanded_command(&mut self, node: Node<'_>, src: &str) -> bool {
+        let values = expand::Values {
+            vars: &self.vars,
+            arrays: &self.arrays,
+        };
+        if let Some(t) = expand::rewrite_command(node, src, &values) {
+            self.shell(&t);
+            return true;
+        }
+        if !text(node, src).starts_with("set") {
+            return false;
+        }
+        let cmd = build_cmd(node, src, None);
+        if cmd.words.first().is_some_and(|w| w.text == "set")
+            && cmd.words.get(1).is_some_and(|w| w.text == "--")
+        {
+            self.arrays.retain(|(k, _)| k != "@");
+            if cmd.words.iter().all(|w| !w.dynamic) {
+                let items = cmd.words[2..].iter().map(|w| w.text.clone()).collect();
+                self.arrays.push(("@".to_string(), items));
+            }
+        }
+        false
     }
 
     fn walk_children(&mut self, node: Node<'_>, src: &str) {
@@ -469,6 +545,7 @@ impl<'c> Analyser<'c> {
 
     fn stage_node(&mut self, node: Node<'_>, src: &str, input: Flow, stdin: Option<&str>) -> Flow {
         match node.kind() {
+            "command" if self.expanded_command(node, src) => Flow::default(),
             "command" => {
                 let cmd = build_cmd(node, src, stdin);
                 let out = self.run(&cmd, input);
@@ -564,6 +641,9 @@ impl<'c> Analyser<'c> {
         }
         let stdin = heredoc.or(here_string);
         let out = match node.child_by_field_name("body") {
+            Some(body) if body.kind() == "command" && self.expanded_command(body, src) => {
+                Flow::default()
+            }
             Some(body) if body.kind() == "command" => {
                 let mut cmd = build_cmd(body, src, stdin.as_deref());
                 cmd.in_files.extend(extra_in);
@@ -893,7 +973,7 @@ fn build_cmd(node: Node<'_>, src: &str, stdin: Option<&str>) -> Cmd {
             "variable_assignment" | "comment" => {}
             "command_name" => {
                 let inner = child.named_child(0).unwrap_or(child);
-                cmd.words.push(word_value(inner, src));
+                push_split(&mut cmd.words, inner, src);
             }
             "file_redirect" => {
                 if let Some(w) = input_redirect(child, src) {
@@ -907,10 +987,21 @@ fn build_cmd(node: Node<'_>, src: &str, stdin: Option<&str>) -> Cmd {
                 }
             }
             "heredoc_redirect" => {}
-            _ => cmd.words.push(word_value(child, src)),
+            _ => push_split(&mut cmd.words, child, src),
         }
     }
     cmd
+}
+
+/// Push the word(s) of `node`: an unquoted `$(…)` whose output is known
+/// is split into words as bash splits it (`$(echo rm -rf x)` runs `rm`).
+fn push_split(words: &mut Vec<Word>, node: Node<'_>, src: &str) {
+    let w = word_value(node, src);
+    if node.kind() == "command_substitution" && !w.dynamic && w.text.contains([' ', '\t', '\n']) {
+        words.extend(w.text.split_ascii_whitespace().map(Word::lit));
+    } else {
+        words.push(w);
+    }
 }
 
 /// The value of a word-like node after quote removal.
@@ -1000,6 +1091,53 @@ fn static_output(node: Node<'_>, src: &str) -> Option<Word> {
         .filter(|k| k.kind() != "comment")
         .collect();
     let [cmd] = kids.as_slice() else { return None };
+    if cmd.kind() == "pipeline" {
+        // `$(echo cm0g… | base64 -d)`: a literal payload, decoded.
+        let mut c2 = cmd.walk();
+        let stages: Vec<Node<'_>> = cmd.named_children(&mut c2).collect();
+        let [first, second] = stages.as_slice() else {
+            return None;
+        };
+        let printed = printed_by(*first, src)?;
+        let argv = command_words(*second, src)?;
+        if printed.dynamic
+            || !argv
+                .first()
+                .is_some_and(|n| decode::is_stdin_base64(&n.text, &argv))
+        {
+            return None;
+        }
+        let text = decode::base64_text(&printed.text)?;
+        return Some(Word {
+            text: text.trim_end_matches('\n').to_string(),
+            dynamic: false,
+        });
+    }
+    printed_by(*cmd, src)
+}
+
+/// The plain words of a simple command (no redirections, assignments or
+/// bare expansions), or `None`.
+fn command_words(cmd: Node<'_>, src: &str) -> Option<Vec<Word>> {
+    if cmd.kind() != "command" {
+        return None;
+    }
+    let mut words = Vec::new();
+    let mut cursor = cmd.walk();
+    for child in cmd.named_children(&mut cursor) {
+        words.push(match child.kind() {
+            "command_name" => word_value(child.named_child(0).unwrap_or(child), src),
+            "word" | "number" | "raw_string" | "string" | "ansi_c_string" | "concatenation" => {
+                word_value(child, src)
+            }
+            _ => return None,
+        });
+    }
+    Some(words)
+}
+
+/// What `echo …` / `printf FMT …` prints, when known from the text.
+fn printed_by(cmd: Node<'_>, src: &str) -> Option<Word> {
     if cmd.kind() != "command" {
         return None;
     }
