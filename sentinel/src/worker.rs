@@ -195,14 +195,81 @@ pub fn update_record(
     card: CardId,
     change: impl FnOnce(&mut WorkerRecord),
 ) -> Result<WorkerRecord, WorkerError> {
-    let dir = worker_dir(home, card);
-    let held = std::fs::File::open(&dir).map_err(io_err(&dir))?;
-    held.lock().map_err(io_err(&dir))?;
+    let held = lock_dir(home, card)?;
     let mut r = read_record(home, card)?;
     change(&mut r);
     write_record(home, &r)?;
     drop(held);
     Ok(r)
+}
+
+/// The exclusive `flock` on a worker's directory (held until the file is
+/// dropped). Every change of its record is made under it.
+fn lock_dir(home: &Home, card: CardId) -> Result<std::fs::File, WorkerError> {
+    let dir = worker_dir(home, card);
+    let held = std::fs::File::open(&dir).map_err(io_err(&dir))?;
+    held.lock().map_err(io_err(&dir))?;
+    Ok(held)
+}
+
+/// What `hoop worker spawn` holds from before it writes a new worker's
+/// first record (its supervisor's pid not known yet) until that pid is in
+/// the record: the lock on the worker's directory (created here). Dropping
+/// it, or the spawner's death, releases it.
+pub struct StartHold {
+    _lock: std::fs::File,
+}
+
+pub fn hold_for_start(home: &Home, card: CardId) -> Result<StartHold, WorkerError> {
+    let dir = worker_dir(home, card);
+    std::fs::create_dir_all(&dir).map_err(io_err(&dir))?;
+    lock_dir(home, card).map(|_lock| StartHold { _lock })
+}
+
+/// A worker's supervisor, as the sentinel judges it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Supervisor {
+    /// The recorded pid is this worker's supervisor.
+    Alive,
+    /// Its spawner is still starting it: the record is written, the pid
+    /// not yet ([`StartHold`] is held).
+    Starting,
+    /// Neither: it ended or was killed, or its spawner died before it
+    /// started one.
+    Gone,
+}
+
+/// `r` and its supervisor (asked of the kernel). A running record without
+/// a pid is judged under its directory's lock: held, the spawner is still
+/// starting the worker; free, the record is read again under it (the
+/// spawner may have recorded the pid since `r` was read), and a pid still
+/// missing means the spawner is gone.
+pub fn supervisor(home: &Home, mut r: WorkerRecord) -> (WorkerRecord, Supervisor) {
+    if r.state == WorkerState::Running && r.pid.is_none() {
+        let dir = worker_dir(home, r.card_id);
+        if let Ok(f) = std::fs::File::open(&dir) {
+            match f.try_lock() {
+                Err(std::fs::TryLockError::WouldBlock) => return (r, Supervisor::Starting),
+                Ok(()) => {
+                    if let Ok(again) = read_record(home, r.card_id) {
+                        r = again;
+                    }
+                }
+                Err(std::fs::TryLockError::Error(e)) => {
+                    tracing::debug!(card = r.card_id, error = %e, "worker directory not lockable");
+                }
+            }
+        }
+    }
+    let alive = r
+        .pid
+        .is_some_and(|p| crate::proctree::is_live(p) && is_supervisor(p, r.card_id));
+    let s = if alive {
+        Supervisor::Alive
+    } else {
+        Supervisor::Gone
+    };
+    (r, s)
 }
 
 /// Every worker record of the home (unreadable ones are skipped and logged).
@@ -443,15 +510,20 @@ pub enum Tend {
     LandFinish(FinishTask),
     /// Over (finished or stopped): nothing to do.
     Over,
-    /// The supervisor is finishing its own card: leave it be.
+    /// The supervisor is finishing its own card, or its spawner is still
+    /// starting it: leave it be.
     Wait,
 }
 
 /// The one decision over a worker record.
-pub fn tend(r: &WorkerRecord, supervisor_alive: bool) -> Tend {
-    match (r.state, supervisor_alive) {
-        (WorkerState::Running, true) => Tend::Watch,
-        (WorkerState::Running, false) => {
+pub fn tend(r: &WorkerRecord, supervisor: Supervisor) -> Tend {
+    use Supervisor::{Alive, Gone, Starting};
+    match (r.state, supervisor) {
+        (WorkerState::Finished | WorkerState::Stopped, _) => Tend::Over,
+        // Its spawner is about to record the pid: not an orphan.
+        (_, Starting) => Tend::Wait,
+        (WorkerState::Running, Alive) => Tend::Watch,
+        (WorkerState::Running, Gone) => {
             let pid = r.pid.map_or("?".to_string(), |p| p.to_string());
             let mut error =
                 format!("the worker's supervisor (pid {pid}) is gone before it finished its card");
@@ -461,14 +533,13 @@ pub fn tend(r: &WorkerRecord, supervisor_alive: bool) -> Tend {
             }
             Tend::FinishOrphan(failed_finish(&error))
         }
-        (WorkerState::Finishing, true) => Tend::Wait,
-        (WorkerState::Finishing, false) => match &r.finish {
+        (WorkerState::Finishing, Alive) => Tend::Wait,
+        (WorkerState::Finishing, Gone) => match &r.finish {
             Some(f) => Tend::LandFinish(f.clone()),
             None => Tend::FinishOrphan(failed_finish(
                 "the worker's supervisor is gone and its finish was not recorded",
             )),
         },
-        (WorkerState::Finished | WorkerState::Stopped, _) => Tend::Over,
     }
 }
 
@@ -1012,17 +1083,32 @@ mod tests {
         let died = with(WorkerState::Running, &|r| {
             r.log_tail = Some("step 1\npanicked: disk full\n".into())
         });
-        let rows: Vec<(&str, WorkerRecord, bool, Tend)> = vec![
+        use Supervisor::{Alive, Gone, Starting};
+        let rows: Vec<(&str, WorkerRecord, Supervisor, Tend)> = vec![
             (
                 "running, alive",
                 rec(WorkerState::Running),
-                true,
+                Alive,
                 Tend::Watch,
+            ),
+            (
+                "running, its spawner still starting it (no pid yet): not an orphan",
+                with(WorkerState::Running, &|r| r.pid = None),
+                Starting,
+                Tend::Wait,
+            ),
+            (
+                "running, no pid, its spawner gone",
+                with(WorkerState::Running, &|r| r.pid = None),
+                Gone,
+                Tend::FinishOrphan(failed_finish(
+                    "the worker's supervisor (pid ?) is gone before it finished its card",
+                )),
             ),
             (
                 "running, supervisor gone: failed with its pid and log tail",
                 died,
-                false,
+                Gone,
                 Tend::FinishOrphan(failed_finish(
                     "the worker's supervisor (pid 4242) is gone before it finished its card; \
                      its log ends with:\nstep 1\npanicked: disk full",
@@ -1031,7 +1117,7 @@ mod tests {
             (
                 "running, supervisor gone, no log",
                 rec(WorkerState::Running),
-                false,
+                Gone,
                 Tend::FinishOrphan(failed_finish(
                     "the worker's supervisor (pid 4242) is gone before it finished its card",
                 )),
@@ -1039,35 +1125,61 @@ mod tests {
             (
                 "finishing, alive: its own supervisor lands it",
                 with(WorkerState::Finishing, &|r| r.finish = Some(done.clone())),
-                true,
+                Alive,
                 Tend::Wait,
             ),
             (
                 "finishing, gone: the kept finish lands, text and all",
                 with(WorkerState::Finishing, &|r| r.finish = Some(done.clone())),
-                false,
+                Gone,
                 Tend::LandFinish(done.clone()),
             ),
             (
                 "finishing, gone, nothing kept",
                 rec(WorkerState::Finishing),
-                false,
+                Gone,
                 Tend::FinishOrphan(failed_finish(
                     "the worker's supervisor is gone and its finish was not recorded",
                 )),
             ),
-            ("finished", rec(WorkerState::Finished), false, Tend::Over),
+            ("finished", rec(WorkerState::Finished), Gone, Tend::Over),
             (
                 "finished, pid reused",
                 rec(WorkerState::Finished),
-                true,
+                Alive,
                 Tend::Over,
             ),
-            ("stopped", rec(WorkerState::Stopped), false, Tend::Over),
+            ("stopped", rec(WorkerState::Stopped), Gone, Tend::Over),
         ];
-        for (why, r, alive, want) in rows {
-            assert_eq!(tend(&r, alive), want, "{why}");
+        for (why, r, sup, want) in rows {
+            assert_eq!(tend(&r, sup), want, "{why}");
         }
+    }
+
+    /// A record written before its supervisor's pid is known is the
+    /// spawner's while it holds the start lock, and an orphan once the
+    /// spawner let go without recording a pid.
+    #[test]
+    fn a_worker_without_a_pid_is_starting_while_its_spawner_holds_it() {
+        let root = tempfile::tempdir().unwrap();
+        let home = Home::new(root.path(), "h").unwrap();
+        let mut r = rec(WorkerState::Running);
+        r.pid = None;
+        let hold = hold_for_start(&home, r.card_id).unwrap();
+        write_record(&home, &r).unwrap();
+        assert_eq!(supervisor(&home, r.clone()).1, Supervisor::Starting);
+        drop(hold);
+        let (again, s) = supervisor(&home, r.clone());
+        assert_eq!((again.pid, s), (None, Supervisor::Gone));
+        // The pid recorded while the first read was in hand: the record is
+        // read again under the lock, and judged by it.
+        let hold = hold_for_start(&home, r.card_id).unwrap();
+        let mut started = r.clone();
+        started.pid = Some(std::process::id());
+        write_record(&home, &started).unwrap();
+        drop(hold);
+        let (again, _) = supervisor(&home, r);
+        assert_eq!(again.pid, Some(std::process::id()));
     }
 
     #[test]

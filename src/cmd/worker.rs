@@ -206,6 +206,11 @@ fn prepare_and_start(
     card: &hoop_api::types::Card,
     prompt: &str,
 ) -> anyhow::Result<u32> {
+    // Held until the supervisor's pid is recorded: the sentinel's renewer
+    // reads a running record without a pid as a spawner that died, and
+    // would fail the card and remove the prompt and the working directory
+    // the supervisor is about to use.
+    let _starting = worker::hold_for_start(home, card.id)?;
     let scratch = worker::scratch_home(home, card.id);
     let account_home = cfg
         .env

@@ -257,6 +257,9 @@ pub struct RecordedRequest {
     pub usage: Option<Usage>,
     /// 1-based request number.
     pub n: usize,
+    /// What answered it, in a few words, e.g. `queued: bash "sleep 9"` or
+    /// `tool-result follow-up: text "Done."` (see [`RecordedRequest::summary`]).
+    pub answer: String,
 }
 
 impl RecordedRequest {
@@ -311,6 +314,78 @@ impl RecordedRequest {
     /// Whether this is a compaction-summary request.
     pub fn is_summary_request(&self) -> bool {
         is_summary_request(&self.body)
+    }
+    /// One line: the request's number, model, message count, what its last
+    /// message carried, and what answered it. Which process sent a request
+    /// shows in its last user text (a worker's prompt, a round's
+    /// instructions, a tool result).
+    pub fn summary(&self) -> String {
+        let last = if self.carries_tool_result() {
+            "tool_result".to_string()
+        } else {
+            format!(
+                "{:?}",
+                clip(without_reminders(&self.last_user_text()).trim(), 100)
+            )
+        };
+        format!(
+            "#{} {} msgs={} last={last} -> {}",
+            self.n,
+            self.body["model"].as_str().unwrap_or("?"),
+            self.messages().len(),
+            self.answer
+        )
+    }
+}
+
+/// `s` without the `<system-reminder>` blocks the CLI adds to a user
+/// message (they hide what the message says).
+fn without_reminders(s: &str) -> String {
+    const OPEN: &str = "<system-reminder>";
+    const CLOSE: &str = "</system-reminder>";
+    let mut out = String::new();
+    let mut rest = s;
+    while let Some(i) = rest.find(OPEN) {
+        out.push_str(&rest[..i]);
+        match rest[i..].find(CLOSE) {
+            Some(j) => rest = &rest[i + j + CLOSE.len()..],
+            None => {
+                rest = "";
+                break;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// At most `n` characters of `s`, `…` marking a cut.
+fn clip(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        return s.to_string();
+    }
+    let mut out: String = s.chars().take(n).collect();
+    out.push('…');
+    out
+}
+
+/// A reply in a few words (for [`RecordedRequest::answer`]).
+fn describe(r: &Reply) -> String {
+    match r {
+        Reply::Echo => "echo".into(),
+        Reply::Text(t) => format!("text {:?}", clip(t, 60)),
+        Reply::Bash { command, .. } => format!("bash {:?}", clip(command, 60)),
+        Reply::Tool { name, .. } => format!("tool {name}"),
+        Reply::Error { status, body, .. } => {
+            format!(
+                "error {status} {}",
+                body["error"]["type"].as_str().unwrap_or("?")
+            )
+        }
+        Reply::Summary(_) => "summary".into(),
+        Reply::Delayed { after, reply } => format!("{} after {after:?}", describe(reply)),
+        Reply::WithUsage { reply, .. } => describe(reply),
+        Reply::Work => "work".into(),
     }
 }
 
@@ -456,6 +531,17 @@ impl Standin {
     pub fn requests(&self) -> Vec<RecordedRequest> {
         self.lock().log.clone()
     }
+    /// Every request so far as [`RecordedRequest::summary`] lines, then the
+    /// replies still queued: what a test that timed out shows.
+    pub fn summary(&self) -> String {
+        let st = self.lock();
+        let mut out: Vec<String> = st.log.iter().map(RecordedRequest::summary).collect();
+        out.push(format!(
+            "still queued: [{}]",
+            st.queue.iter().map(describe).collect::<Vec<_>>().join(", ")
+        ));
+        out.join("\n")
+    }
     pub fn request_count(&self) -> usize {
         self.lock().log.len()
     }
@@ -558,7 +644,8 @@ async fn handle(
     let (delay, plan) = {
         let mut st = inner.lock().unwrap_or_else(|e| e.into_inner());
         let n = st.log.len() + 1;
-        let reply = choose(&mut st, &body);
+        let (reply, source) = choose(&mut st, &body);
+        let answer = format!("{source}: {}", describe(&reply));
         let (delay, usage_override, reply) = unwrap_modifiers(reply);
         let plan = plan_for(&mut st, &body, n, reply, usage_override);
         let usage = match &plan {
@@ -587,6 +674,7 @@ async fn handle(
             body,
             usage,
             n,
+            answer,
         });
         (delay, plan)
     };
@@ -620,9 +708,10 @@ async fn handle(
     }
 }
 
-/// Which reply answers `body`: a tool-result follow-up and a compaction
-/// request are answered without consuming the queue (see the crate doc).
-fn choose(st: &mut Inner, body: &Value) -> Reply {
+/// Which reply answers `body`, and where it came from: a tool-result
+/// follow-up and a compaction request are answered without consuming the
+/// queue (see the crate doc).
+fn choose(st: &mut Inner, body: &Value) -> (Reply, &'static str) {
     // A compaction request first: the CLI puts its summary prompt into the
     // last user message, next to any tool result that message carries.
     if is_summary_request(body) {
@@ -631,24 +720,30 @@ fn choose(st: &mut Inner, body: &Value) -> Reply {
             Some(Reply::Summary(_) | Reply::Error { .. })
         );
         if head_fits && let Some(r) = st.queue.pop_front() {
-            return r;
+            return (r, "queued (compaction)");
         }
-        return Reply::Summary(
-            "The user and the assistant exchanged messages; nothing is pending.".into(),
+        return (
+            Reply::Summary(
+                "The user and the assistant exchanged messages; nothing is pending.".into(),
+            ),
+            "compaction",
         );
     }
     if last_carries_tool_result(body) && work::follow_up(body).is_some() {
-        return Reply::Work;
+        return (Reply::Work, "work follow-up");
     }
     if last_carries_tool_result(body) {
         match st.pending_then.pop_front() {
-            Some(Some(then)) => return Reply::Text(then),
+            Some(Some(then)) => return (Reply::Text(then), "tool-result follow-up"),
             // A `Tool` reply's follow-up takes the next queued reply.
             Some(None) => {}
-            None => return Reply::Text("Done.".to_string()),
+            None => return (Reply::Text("Done.".to_string()), "unexpected tool result"),
         }
     }
-    st.queue.pop_front().unwrap_or_else(|| st.default.clone())
+    match st.queue.pop_front() {
+        Some(r) => (r, "queued"),
+        None => (st.default.clone(), "default"),
+    }
 }
 
 /// The command a [`Reply::Work`] runs next: the first one for a round's

@@ -275,3 +275,43 @@ async fn honest_usage_reads_the_cached_prefix_until_the_clock_passes_the_ttl() {
     );
     s.shutdown().await;
 }
+
+/// Each request records what answered it and from where, and the summary
+/// names the sender's words (without the CLI's reminders), the answers and
+/// what is still queued: what a test that timed out shows.
+#[tokio::test]
+async fn the_summary_says_what_answered_each_request() {
+    let s = Standin::spawn().await.unwrap();
+    s.push(Reply::bash("sleep 9", "slept"));
+    s.push(Reply::server_error());
+    s.push(Reply::text("later"));
+    let asked = json!({"model": "m", "messages": [{"role": "user", "content": [
+        {"type": "text", "text": "<system-reminder>\ncontext\n</system-reminder>"},
+        {"type": "text", "text": "WORKER-PROMPT go"}
+    ]}]});
+    post(&s, &asked).await;
+    let follow = json!({"messages": [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": "hi"}]}]});
+    post(&s, &follow).await;
+    post(&s, &user("again")).await;
+    let answers: Vec<String> = s.requests().into_iter().map(|r| r.answer).collect();
+    assert_eq!(
+        answers,
+        [
+            "queued: bash \"sleep 9\"",
+            "tool-result follow-up: text \"slept\"",
+            "queued: error 500 api_error",
+        ]
+    );
+    let summary = s.summary();
+    let lines: Vec<&str> = summary.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "#1 m msgs=1 last=\"WORKER-PROMPT go\" -> queued: bash \"sleep 9\"",
+            "#2 ? msgs=1 last=tool_result -> tool-result follow-up: text \"slept\"",
+            "#3 claude-opus-4-8 msgs=1 last=\"again\" -> queued: error 500 api_error",
+            "still queued: [text \"later\"]",
+        ]
+    );
+    s.shutdown().await;
+}

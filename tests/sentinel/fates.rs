@@ -149,7 +149,7 @@ async fn three_rooms_two_kills_every_message_answered_or_passed_once() {
         vec![Mention::User(w.agent.id)],
     )
     .await;
-    until("the first turn reached the model", || async {
+    w.until("the first turn reached the model", || async {
         w.standin.request_count() > before
     })
     .await;
@@ -164,7 +164,7 @@ async fn three_rooms_two_kills_every_message_answered_or_passed_once() {
     let a_people: Vec<i64> = std::iter::once(urgent.id)
         .chain(burst.iter().map(|m| m.id))
         .collect();
-    until("room a answered, b and c passed", || async {
+    w.until("room a answered, b and c passed", || async {
         let answered = answers_by_id(w.agent.id, &room_messages(&w, a).await);
         a_people.iter().all(|id| answered.contains_key(id))
             && cursor_of(&w, b) >= Some(closing.id)
@@ -201,13 +201,13 @@ async fn three_rooms_two_kills_every_message_answered_or_passed_once() {
     );
     let mut d = w.spawn();
     d.ready().await;
-    until("the questions under the --anyway send answered", || async {
+    w.until("the questions under the --anyway send answered", || async {
         let answered = answers_by_id(w.agent.id, &room_messages(&w, b).await);
         later.iter().all(|m| answered.contains_key(&m.id))
     })
     .await;
     let newest_b = room_messages(&w, b).await.last().unwrap().id;
-    until("b's cursor at its newest", || async {
+    w.until("b's cursor at its newest", || async {
         cursor_of(&w, b) == Some(newest_b)
     })
     .await;

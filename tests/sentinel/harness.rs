@@ -23,6 +23,8 @@ use serde_json::{Value, json};
 /// Every wait in the suite is bounded by this (generous: the machine may be
 /// busy building while the suite runs).
 pub const WAIT: Duration = Duration::from_secs(120);
+/// A timed-out wait shows this many of the daemon log's last lines.
+const DIAGNOSIS_LOG_LINES: usize = 80;
 /// At most this many worlds (backend + stand-in + daemon + claude) at once:
 /// each runs a real CLI process, and a machine with few cores stalls when
 /// every test starts one together.
@@ -371,6 +373,43 @@ impl World {
             .join("")
     }
 
+    /// What a wait that timed out shows: the tail of the daemon's log, what
+    /// the stand-in was asked and answered, and the home's workers (their
+    /// state, how they ended, their log's tail).
+    pub fn diagnosis(&self) -> String {
+        let logs = self.all_logs();
+        let lines: Vec<&str> = logs.lines().collect();
+        let tail = lines[lines.len().saturating_sub(DIAGNOSIS_LOG_LINES)..].join("\n");
+        let mut out = format!(
+            "--- the daemon's log, last {DIAGNOSIS_LOG_LINES} lines:\n{tail}\n\
+             --- the stand-in's requests:\n{}",
+            self.standin.summary()
+        );
+        for r in hoop_sentinel::worker::records(&self.home) {
+            let log = hoop_sentinel::worker::read_log_tail(&self.home, r.card_id)
+                .or(r.log_tail.clone())
+                .unwrap_or_default();
+            out.push_str(&format!(
+                "\n--- worker on card {}: {:?}, pid {:?}, {:?}; its log ends with:\n{}",
+                r.card_id,
+                r.state,
+                r.pid,
+                r.detail,
+                log.trim_end()
+            ));
+        }
+        out
+    }
+
+    /// [`until`], and on timeout the panic carries [`World::diagnosis`].
+    pub async fn until<F, Fut>(&self, what: &str, f: F)
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = bool>,
+    {
+        until_or(what, f, || self.diagnosis()).await
+    }
+
     pub async fn stop_backend(&mut self) {
         if let Some(b) = self.backend.take() {
             b.shutdown().await;
@@ -509,15 +548,27 @@ pub async fn run_bounded(cmd: &mut tokio::process::Command) -> std::process::Out
         .expect("its output is read")
 }
 
-/// Poll an async condition until it holds (panics with `what` on timeout).
-pub async fn until<F, Fut>(what: &str, mut f: F)
+/// Poll an async condition until it holds (panics with `what` on timeout;
+/// [`World::until`] adds what the world knows).
+pub async fn until<F, Fut>(what: &str, f: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    until_or(what, f, String::new).await
+}
+
+/// [`until`], the panic carrying `explain()` too.
+pub async fn until_or<F, Fut>(what: &str, mut f: F, explain: impl FnOnce() -> String)
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = bool>,
 {
     let deadline = Instant::now() + WAIT;
     while !f().await {
-        assert!(Instant::now() < deadline, "timed out waiting for: {what}");
+        if Instant::now() >= deadline {
+            panic!("timed out waiting for: {what}\n{}", explain());
+        }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }

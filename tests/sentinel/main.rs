@@ -47,7 +47,7 @@ async fn answers_a_mention_and_commits_the_cursor_after_the_turn() {
     assert_eq!(field(rocket, "autocompact_auto_off"), "no", "{rocket}");
 
     let asked = w.post("@bolt is the build green?", false).await;
-    until("the reply in the room", || async {
+    w.until("the reply in the room", || async {
         w.agent_messages()
             .await
             .iter()
@@ -76,7 +76,7 @@ async fn answers_a_mention_and_commits_the_cursor_after_the_turn() {
     assert!(user.contains(&format!("hoop say --home {HOME_NAME} --room {}", w.room.id)));
 
     // Usage reported per turn and kept on the working card; its lease opened.
-    until("usage on the card", || async {
+    w.until("usage on the card", || async {
         w.agent_client
             .card(w.room.id, card.id)
             .await
@@ -141,7 +141,7 @@ async fn multi_ai_room_without_a_mention_advances_without_waking() {
     d.ready().await;
     let m = w.post("morning all, @everyone look at this", false).await;
     d.wait_log("cursor advanced without waking").await;
-    until("the cursor at the unmentioned message", || async {
+    w.until("the cursor at the unmentioned message", || async {
         w.cursor() == Some(m.id)
     })
     .await;
@@ -153,7 +153,7 @@ async fn multi_ai_room_without_a_mention_advances_without_waking() {
     // A mention in the same room wakes it.
     w.standin.push(Reply::bash(w.say_cmd("here"), "ok"));
     w.post("@闪电 can you check?", false).await;
-    until("the reply", || async {
+    w.until("the reply", || async {
         !w.agent_messages().await.is_empty()
     })
     .await;
@@ -177,7 +177,7 @@ async fn failures_back_off_and_only_the_second_posts_the_note() {
     let mut d = w.spawn();
     d.ready().await;
     let asked = w.post("@bolt status?", false).await;
-    until("the answer after three failures", || async {
+    w.until("the answer after three failures", || async {
         w.agent_messages()
             .await
             .iter()
@@ -282,7 +282,7 @@ async fn a_usage_limit_is_silent() {
     assert!(!d.log_text().to_lowercase().contains("quota"));
     // When the limit lifts, the same message is answered.
     w.standin.set_default(Reply::bash(w.say_cmd("back"), "ok"));
-    until("the answer", || async {
+    w.until("the answer", || async {
         !w.agent_messages().await.is_empty()
     })
     .await;
@@ -307,7 +307,7 @@ async fn a_busy_turn_lock_retries_the_round() {
     assert_eq!(w.standin.request_count(), 0);
     tokio::time::sleep(Duration::from_millis(200)).await;
     drop(lock);
-    until("the answer after the retry", || async {
+    w.until("the answer after the retry", || async {
         !w.agent_messages().await.is_empty()
     })
     .await;
@@ -416,8 +416,9 @@ async fn an_idle_agent_is_compacted_under_the_turn_lock_then_stopped() {
         "the idle /compact runs under the turn lock"
     );
     d.wait_log("agent compacted and stopped").await;
-    until("the agent process is gone", || async { !alive(pid) }).await;
-    until("the turn lock released after the compaction", || async {
+    w.until("the agent process is gone", || async { !alive(pid) })
+        .await;
+    w.until("the turn lock released after the compaction", || async {
         !turn_lock_busy(&w)
     })
     .await;
@@ -527,7 +528,7 @@ async fn garbage_websocket_frames_are_logged_and_skipped() {
     let mut d = w.spawn();
     d.ready().await;
     w.post("@bolt are you ok?", false).await;
-    until("the answer through garbage frames", || async {
+    w.until("the answer through garbage frames", || async {
         w.agent_messages()
             .await
             .iter()
@@ -569,7 +570,7 @@ async fn the_alarm_catches_what_the_websocket_missed() {
     d.wait_log("WebSocket lost").await;
     w.start_backend().await;
     w.post("@bolt posted while the socket is down", false).await;
-    until("the answer found by the alarm", || async {
+    w.until("the answer found by the alarm", || async {
         w.agent_messages()
             .await
             .iter()
@@ -606,7 +607,7 @@ async fn home_prompt_overrides_and_task_reach_the_preamble_and_heartbeats_flow()
         "{rocket}"
     );
     w.post("@bolt hi", false).await;
-    until("the answer", || async {
+    w.until("the answer", || async {
         !w.agent_messages().await.is_empty()
     })
     .await;
@@ -621,7 +622,7 @@ async fn home_prompt_overrides_and_task_reach_the_preamble_and_heartbeats_flow()
         "task.md appended"
     );
     // The heartbeat made the account present.
-    until("present", || async {
+    w.until("present", || async {
         w.agent_client
             .presence()
             .await
@@ -647,7 +648,7 @@ async fn a_turn_that_runs_out_of_time_is_a_failure_not_a_death() {
     let mut d = w.spawn();
     d.ready().await;
     let asked = w.post("@bolt quick one", false).await;
-    until("the answer after the timeout", || async {
+    w.until("the answer after the timeout", || async {
         w.agent_messages()
             .await
             .iter()
@@ -701,7 +702,7 @@ async fn heartbeat_failures_are_logged_on_the_1st_10th_and_100th_only() {
     d.ready().await;
     w.stop_backend().await;
     d.wait_log("heartbeat failed").await;
-    until("a hundred failed beats in a row", || async {
+    w.until("a hundred failed beats in a row", || async {
         plain(&d.log_text()).contains("consecutive=100 ")
     })
     .await;

@@ -77,10 +77,11 @@ async fn kill_9_at_random_points_never_loses_or_doubles_a_message() {
         d = w.spawn();
         d.ready().await;
     }
-    until("every question answered", || all_answered(&w)).await;
+    w.until("every question answered", || all_answered(&w))
+        .await;
     // Judge once the daemon has settled everything up to the newest message
     // (a straggler's second answer would be before it, or move it).
-    until("the cursor at the newest message", || async {
+    w.until("the cursor at the newest message", || async {
         let newest = w.messages().await.last().map(|m| m.id);
         newest.is_some() && w.cursor() == newest
     })
@@ -123,7 +124,8 @@ async fn backend_restarts_and_websocket_drops_lose_nothing() {
         // Posted at once: the socket may still be down, so the event may
         // never arrive; the reconnect's full pull or the alarm finds it.
         w.post(&format!("@bolt after restart {k}"), false).await;
-        until("the answer after a restart", || all_answered(&w)).await;
+        w.until("the answer after a restart", || all_answered(&w))
+            .await;
         // The socket comes back after each restart (maybe after the
         // answer): wait for it before the next restart, or two restarts
         // inside one reconnect backoff would need only one reconnect.
@@ -191,7 +193,7 @@ async fn after_downtime_it_pages_back_to_the_cursor_and_says_when_it_gave_up() {
     let mut d = w.spawn();
     d.ready().await;
     w.post("@bolt first", false).await;
-    until("first answer", || async {
+    w.until("first answer", || async {
         !w.agent_messages().await.is_empty()
     })
     .await;
@@ -214,7 +216,7 @@ async fn after_downtime_it_pages_back_to_the_cursor_and_says_when_it_gave_up() {
         }
         n
     };
-    until("backlog answered", || async {
+    w.until("backlog answered", || async {
         let n = answers().await;
         ids.iter().all(|id| n.contains_key(id))
     })
@@ -245,7 +247,7 @@ async fn after_downtime_it_pages_back_to_the_cursor_and_says_when_it_gave_up() {
     let before = w.standin.request_count();
     let mut d = w.spawn();
     d.ready().await;
-    until("flood answered", || async {
+    w.until("flood answered", || async {
         w.messages()
             .await
             .last()
@@ -299,7 +301,7 @@ async fn garbage_cli_output_fails_the_round_cleanly_and_it_is_retried() {
     let mut d = w.spawn();
     d.ready().await;
     w.post("@bolt ping", false).await;
-    until("the answer after the garbage run", || async {
+    w.until("the answer after the garbage run", || async {
         w.agent_messages()
             .await
             .iter()
@@ -343,12 +345,12 @@ async fn a_turn_whose_replies_all_failed_is_offered_again_until_answered() {
     d.ready().await;
     let before = w.standin.request_count();
     w.post("@bolt are you there", false).await;
-    until("the turn reached the model", || async {
+    w.until("the turn reached the model", || async {
         w.standin.request_count() > before
     })
     .await;
     w.stop_backend().await;
-    until("hoop say gave up: nothing was sent", || async {
+    w.until("hoop say gave up: nothing was sent", || async {
         w.standin
             .requests()
             .iter()
@@ -357,7 +359,7 @@ async fn a_turn_whose_replies_all_failed_is_offered_again_until_answered() {
     .await;
     d.wait_log("🧠 turn finished").await;
     w.start_backend().await;
-    until("the question answered after the backend came back", || {
+    w.until("the question answered after the backend came back", || {
         all_answered(&w)
     })
     .await;
@@ -383,17 +385,17 @@ async fn a_burst_of_twenty_during_a_turn_is_answered_message_by_message() {
     d.ready().await;
     let before = w.standin.request_count();
     w.post("@bolt first question", false).await;
-    until("the turn reached the model", || async {
+    w.until("the turn reached the model", || async {
         w.standin.request_count() > before
     })
     .await;
     for i in 0..20 {
         w.post(&format!("burst {i}"), false).await;
     }
-    until("every message answered", || all_answered(&w)).await;
+    w.until("every message answered", || all_answered(&w)).await;
     d.wait_log("📌 cursor committed").await;
     // Let a straggler (a second answer) show up before judging.
-    until("the cursor at the newest message", || async {
+    w.until("the cursor at the newest message", || async {
         let newest = w.messages().await.last().map(|m| m.id);
         w.cursor() == newest && newest.is_some()
     })
@@ -419,8 +421,8 @@ async fn a_first_seen_room_is_read_back_to_the_backlog_limit() {
     }
     let mut d = w.spawn();
     d.ready().await;
-    until("every message answered", || all_answered(&w)).await;
-    until("the cursor at the newest message", || async {
+    w.until("every message answered", || all_answered(&w)).await;
+    w.until("the cursor at the newest message", || async {
         let newest = w.messages().await.last().map(|m| m.id);
         w.cursor() == newest && newest.is_some()
     })
@@ -479,7 +481,7 @@ async fn a_room_that_cannot_be_read_does_not_stall_the_others() {
     w.post("@bolt are you there", false).await;
     let mut d = w.spawn();
     d.ready().await;
-    until("the good room answered", || all_answered(&w)).await;
+    w.until("the good room answered", || all_answered(&w)).await;
     // Several rounds later the bad room is still logged only once.
     d.wait_log_count("⏰ alarm", 3).await;
     let log = d.log_text();

@@ -49,13 +49,13 @@ async fn a_timed_out_turn_leaves_no_process_behind() {
     let mut d = w.spawn();
     d.ready().await;
     w.post("@bolt start it", false).await;
-    until("the turn's background commands run", || async {
+    w.until("the turn's background commands run", || async {
         !sleeping("601.17").is_empty() && !sleeping("601.23").is_empty()
     })
     .await;
     let orphan = sleeping("601.17")[0];
     // The subshell exited: its child was adopted by the daemon, not init.
-    until("the daemon adopted the orphan", || async {
+    w.until("the daemon adopted the orphan", || async {
         parent(orphan) == Some(d.pid())
     })
     .await;
@@ -72,7 +72,7 @@ async fn a_timed_out_turn_leaves_no_process_behind() {
     }
     // The home goes on: the retried round answers, and what that turn
     // orphaned is stopped once it is over.
-    until("the answer after the timeout", || async {
+    w.until("the answer after the timeout", || async {
         w.agent_messages()
             .await
             .iter()
@@ -80,7 +80,7 @@ async fn a_timed_out_turn_leaves_no_process_behind() {
     })
     .await;
     d.wait_log("📌 cursor committed").await;
-    until("the finished turn's orphan is stopped", || async {
+    w.until("the finished turn's orphan is stopped", || async {
         sleeping("601.41").is_empty()
     })
     .await;

@@ -101,7 +101,7 @@ async fn a_stop_during_the_usage_report_keeps_the_turns_commit() {
     w.standin
         .push(Reply::bash(w.say_cmd("done, once"), "answered"));
     let asked = w.post("@bolt please answer once", false).await;
-    until("the usage report is in flight (held)", || {
+    w.until("the usage report is in flight (held)", || {
         let n = stall.seen.load(std::sync::atomic::Ordering::SeqCst);
         async move { n >= 1 }
     })
@@ -128,7 +128,7 @@ async fn a_stop_during_the_usage_report_keeps_the_turns_commit() {
     w.standin
         .push(Reply::bash(w.say_cmd("second answer"), "answered"));
     w.post("@bolt a second question", false).await;
-    until("the second answer", || async {
+    w.until("the second answer", || async {
         w.agent_messages()
             .await
             .iter()

@@ -35,7 +35,7 @@ async fn why(w: &World, args: &[&str]) -> (i32, String) {
 /// written behind the round), and return the story.
 async fn story_until(w: &World, id: i64, now: &str) -> String {
     let arg = id.to_string();
-    until(&format!("hoop why for #{id} says {now:?}"), || async {
+    w.until(&format!("hoop why for #{id} says {now:?}"), || async {
         why(w, &["--message", &arg]).await.1.contains(now)
     })
     .await;
@@ -261,7 +261,7 @@ async fn messages_answered_during_a_turn_are_journaled_once() {
     d.ready().await;
     let before = w.standin.request_count();
     w.post("@bolt first question", false).await;
-    until("the turn reached the model", || async {
+    w.until("the turn reached the model", || async {
         w.standin.request_count() > before
     })
     .await;
@@ -269,11 +269,11 @@ async fn messages_answered_during_a_turn_are_journaled_once() {
     for i in 0..5 {
         burst.push(w.post(&format!("burst {i}"), false).await);
     }
-    until("every message answered", || async {
+    w.until("every message answered", || async {
         every_message_answered_by(w.agent.id, &w.messages().await)
     })
     .await;
-    until("the cursor at the newest message", || async {
+    w.until("the cursor at the newest message", || async {
         let newest = w.messages().await.last().map(|m| m.id);
         w.cursor() == newest && newest.is_some()
     })
@@ -284,7 +284,7 @@ async fn messages_answered_during_a_turn_are_journaled_once() {
         "{story}"
     );
     let msgs = w.messages().await;
-    until("the journal holds every answer", || async {
+    w.until("the journal holds every answer", || async {
         journal_lines(&w)
             .iter()
             .filter(|l| l["ev"] == "answered")

@@ -133,7 +133,7 @@ async fn a_worker_writes_its_result_usage_or_error_on_its_sub_card() {
         );
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(stdout.contains(&format!("card {}", sub.id)), "{stdout}");
-        until("the worker's card finished", || async {
+        w.until("the worker's card finished", || async {
             !card_now(&w, sub.id).await.status.is_live()
         })
         .await;
@@ -258,7 +258,7 @@ async fn the_sentinels_agent_spawns_a_worker_and_the_parents_finish_stops_it() {
     d.ready().await;
     w.post("@bolt please do the big job", false).await;
 
-    until("the worker's agent is running", || async {
+    w.until("the worker's agent is running", || async {
         w.standin
             .requests()
             .iter()
@@ -278,13 +278,13 @@ async fn the_sentinels_agent_spawns_a_worker_and_the_parents_finish_stops_it() {
     assert_eq!(live.iter().map(|l| l.card_id).collect::<Vec<_>>(), [sub.id]);
     let pid = live[0].pid;
     // The renewer keeps the worker's card: its lease is open.
-    until("the renewer opened the worker card's lease", || async {
+    w.until("the renewer opened the worker card's lease", || async {
         card_now(&w, sub.id).await.lease_expires_at.is_some()
     })
     .await;
     // `hoop status` lists the live worker with its card and the last
     // hook-status signal its agent's lifecycle hooks sent.
-    until(
+    w.until(
         "hoop status shows the worker and its last hook signal",
         || async {
             let out = run_bounded(
@@ -308,7 +308,7 @@ async fn the_sentinels_agent_spawns_a_worker_and_the_parents_finish_stops_it() {
     // The worker's processes: the supervisor, the CLI, and the Bash command
     // it runs in a process group of its own.
     let mut procs = hoop_sentinel::proctree::live_tree(pid);
-    until("the worker's Bash command runs", || {
+    w.until("the worker's Bash command runs", || {
         procs = hoop_sentinel::proctree::live_tree(pid);
         let sleeping = procs.iter().any(|p| {
             std::fs::read_to_string(format!("/proc/{p}/cmdline"))
@@ -336,7 +336,7 @@ async fn the_sentinels_agent_spawns_a_worker_and_the_parents_finish_stops_it() {
     assert!(line.contains(&format!("card={}", sub.id)), "{line}");
     assert!(line.contains("cancelled"), "{line}");
     for p in procs {
-        until(&format!("worker process {p} is gone"), || async move {
+        w.until(&format!("worker process {p} is gone"), || async move {
             !hoop_sentinel::proctree::is_live(p)
         })
         .await;
@@ -365,7 +365,7 @@ fn live_cards(w: &World) -> Vec<i64> {
 
 /// Wait until the worker's record says it finished (its closing is over).
 async fn until_closed(w: &World, card: i64) {
-    until("the worker's record is closed", || async {
+    w.until("the worker's record is closed", || async {
         worker::read_record(&w.home, card).is_ok_and(|r| r.state == WorkerState::Finished)
     })
     .await;
@@ -427,7 +427,7 @@ async fn a_worker_killed_with_its_tree_fails_its_card_with_what_is_known() {
     for (i, title) in ["doomed", "survivor"].iter().enumerate() {
         let out = spawn_worker(&w, parent.id, title, &format!("WORKER-PROMPT {i}")).await;
         assert!(out.status.success(), "{out:?}");
-        until("the worker's command runs", || async {
+        w.until("the worker's command runs", || async {
             worker::live_workers(&w.home).len() == i + 1
                 && hoop_sentinel::proctree::live_tree(worker::live_workers(&w.home)[i].pid).len()
                     >= 3
@@ -438,12 +438,12 @@ async fn a_worker_killed_with_its_tree_fails_its_card_with_what_is_known() {
     let doomed = subs.iter().find(|c| c.title == "doomed").unwrap().id;
     let survivor = subs.iter().find(|c| c.title == "survivor").unwrap().id;
     let pid = worker::read_record(&w.home, doomed).unwrap().pid.unwrap();
-    until("the worker is announced (its log has lines)", || async {
+    w.until("the worker is announced (its log has lines)", || async {
         worker::read_record(&w.home, doomed).unwrap().announced
     })
     .await;
     kill9_tree(pid);
-    until("the orphaned card is finished", || async {
+    w.until("the orphaned card is finished", || async {
         card_now(&w, doomed).await.status == CardStatus::Failed
     })
     .await;
@@ -484,14 +484,14 @@ async fn a_finish_made_while_the_backend_is_down_is_kept_and_lands_later() {
     let out = spawn_worker(&w, parent.id, "part", "WORKER-PROMPT").await;
     assert!(out.status.success(), "{out:?}");
     let sub = sub_cards(&w, parent.id).await[0].id;
-    until("the worker's command waits", || async {
+    w.until("the worker's command waits", || async {
         w.standin.requests().len() == 1
     })
     .await;
     w.stop_backend().await;
     std::fs::write(&go, "").unwrap();
     // The result is on disk while the finish cannot land.
-    until("the finish is kept in the record", || async {
+    w.until("the finish is kept in the record", || async {
         worker::read_record(&w.home, sub).is_ok_and(|r| {
             r.state == WorkerState::Finishing
                 && r.finish.as_ref().and_then(|f| f.result.as_deref())
@@ -500,7 +500,7 @@ async fn a_finish_made_while_the_backend_is_down_is_kept_and_lands_later() {
     })
     .await;
     let log = worker::log_path(&w.home, sub);
-    until("the finish was tried again", || async {
+    w.until("the finish was tried again", || async {
         std::fs::read_to_string(&log)
             .unwrap_or_default()
             .matches("finishing the worker card failed; trying again")
@@ -509,7 +509,7 @@ async fn a_finish_made_while_the_backend_is_down_is_kept_and_lands_later() {
     })
     .await;
     w.start_backend().await;
-    until("the card is done", || async {
+    w.until("the card is done", || async {
         w.agent_client
             .card(w.room.id, sub)
             .await
@@ -615,9 +615,11 @@ exec "$@"
     }
 
     async fn wait_log_count(&self, needle: &str, n: usize) {
-        until(&format!("{needle:?} x{n} in the journal"), || async {
-            self.log_text().matches(needle).count() >= n
-        })
+        until_or(
+            &format!("{needle:?} x{n} in the journal"),
+            || async { self.log_text().matches(needle).count() >= n },
+            || self.log_text(),
+        )
         .await;
     }
 
@@ -805,7 +807,7 @@ echo 2000 > "$HOOP_PATROL_CURSOR_NEXT"
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
     let sub = sub_cards(&w, parent.id).await[0].id;
-    until("the worker is announced", || async {
+    w.until("the worker is announced", || async {
         worker::read_record(&w.home, sub).is_ok_and(|r| r.announced)
     })
     .await;
@@ -868,7 +870,7 @@ echo 2000 > "$HOOP_PATROL_CURSOR_NEXT"
         "the lane kept its port"
     );
     std::fs::write(&go, "").unwrap();
-    until("the worker's card is done", || async {
+    w.until("the worker's card is done", || async {
         card_now(&w, sub).await.status == CardStatus::Done
     })
     .await;
@@ -877,7 +879,7 @@ echo 2000 > "$HOOP_PATROL_CURSOR_NEXT"
         Some("the heavy thing is done")
     );
     // Its end signals reached the restarted sentinel's lane.
-    until("the worker's end signal is recorded", || async {
+    w.until("the worker's end signal is recorded", || async {
         hoop_guards::lane::latest_signals(w.root.path(), HOME_NAME)
             .iter()
             .any(|v| {
@@ -958,7 +960,7 @@ async fn a_worker_leaves_no_process_behind() {
     let out = spawn_worker(&w, parent.id, "part", "WORKER-PROMPT").await;
     assert!(out.status.success(), "{out:?}");
     let sub = sub_cards(&w, parent.id).await[0].id;
-    until("the worker's card is done", || async {
+    w.until("the worker's card is done", || async {
         card_now(&w, sub).await.status == CardStatus::Done
     })
     .await;

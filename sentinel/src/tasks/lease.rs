@@ -11,7 +11,9 @@
 //! sub-cards) the worker's process tree is stopped. A worker whose
 //! supervisor is gone is finished by the renewer: `failed` with the end of
 //! its log if it died running, or with its recorded result if only the
-//! finish had not landed — retried every look until it lands.
+//! finish had not landed — retried every look until it lands. A record
+//! whose spawner is still starting its supervisor (no pid yet, the start
+//! lock held) is not an orphan: it is left alone until the pid is in it.
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
@@ -24,21 +26,17 @@ use hoop_api::types::{Card, CardId, CardStatus, ConversationId, FinishTask, Leas
 use hoop_core::home::Home;
 
 use crate::constants::LEASE_POLL;
-use crate::worker::{self, Tend, Watch, WorkerRecord, WorkerState};
+use crate::worker::{self, Supervisor, Tend, Watch, WorkerRecord, WorkerState};
 
 /// The account's top-level working card as last seen (for usage reports).
 pub type CurrentCard = Arc<Mutex<Option<CardId>>>;
 
-/// A worker record and whether its supervisor lives (asked of the kernel).
-fn look(home: &Home) -> Vec<(WorkerRecord, bool)> {
+/// Each worker record and its supervisor ([`worker::supervisor`]: one whose
+/// spawner is still starting it is not taken for gone).
+fn look(home: &Home) -> Vec<(WorkerRecord, Supervisor)> {
     worker::records(home)
         .into_iter()
-        .map(|r| {
-            let alive = r.pid.is_some_and(|p| {
-                crate::proctree::is_live(p) && worker::is_supervisor(p, r.card_id)
-            });
-            (r, alive)
-        })
+        .map(|r| worker::supervisor(home, r))
         .collect()
 }
 
@@ -53,12 +51,12 @@ pub async fn run(client: Arc<Client>, current: CurrentCard, home: Home, worker_p
         let skip = not_to_renew(&workers);
         let active: Vec<CardId> = workers
             .iter()
-            .filter(|(r, alive)| worker::tend(r, *alive) != Tend::Over)
+            .filter(|(r, sup)| worker::tend(r, *sup) != Tend::Over)
             .map(|(r, _)| r.card_id)
             .collect();
         let fresh = workers
             .iter()
-            .any(|(r, alive)| *alive && !renewed_for.contains(&r.card_id));
+            .any(|(r, sup)| *sup == Supervisor::Alive && !renewed_for.contains(&r.card_id));
         let now = tokio::time::Instant::now();
         let mut seen = None;
         if now >= next_renew || fresh {
@@ -67,7 +65,7 @@ pub async fn run(client: Arc<Client>, current: CurrentCard, home: Home, worker_p
             renewed_for.extend(
                 workers
                     .iter()
-                    .filter(|(_, alive)| *alive)
+                    .filter(|(_, sup)| *sup == Supervisor::Alive)
                     .map(|(r, _)| r.card_id),
             );
             seen = Some((renew_404, working));
@@ -84,12 +82,12 @@ pub async fn run(client: Arc<Client>, current: CurrentCard, home: Home, worker_p
     }
 }
 
-/// The worker cards the renewer must not renew: their supervisor is gone
-/// (a card nobody works on must not look worked on).
-pub fn not_to_renew(workers: &[(WorkerRecord, bool)]) -> BTreeSet<CardId> {
+/// The worker cards the renewer must not renew: their supervisor does not
+/// live (yet, or any more: a card nobody works on must not look worked on).
+pub fn not_to_renew(workers: &[(WorkerRecord, Supervisor)]) -> BTreeSet<CardId> {
     workers
         .iter()
-        .filter(|(_, alive)| !alive)
+        .filter(|(_, sup)| *sup != Supervisor::Alive)
         .map(|(r, _)| r.card_id)
         .collect()
 }
@@ -113,16 +111,16 @@ async fn working_ids(client: &Client) -> Option<Vec<CardId>> {
 async fn keep_workers(
     client: &Client,
     home: &Home,
-    workers: Vec<(WorkerRecord, bool)>,
+    workers: Vec<(WorkerRecord, Supervisor)>,
     working: &[CardId],
     renew_404: &[CardId],
 ) {
-    for (mut r, alive) in workers {
-        if r.state == WorkerState::Running && !alive {
+    for (mut r, sup) in workers {
+        if r.state == WorkerState::Running && sup == Supervisor::Gone {
             // What the dead supervisor printed last goes on the card.
             r.log_tail = worker::read_log_tail(home, r.card_id).or(r.log_tail);
         }
-        match worker::tend(&r, alive) {
+        match worker::tend(&r, sup) {
             Tend::Watch => watch_one(client, home, &r, working, renew_404).await,
             Tend::FinishOrphan(f) => {
                 tracing::warn!(card = r.card_id, pid = ?r.pid, "the worker's supervisor is gone; finishing its card");
@@ -524,11 +522,12 @@ mod tests {
             card(6, CardStatus::Working),
         ];
         let workers = vec![
-            (record(5, WorkerState::Running), true),
-            (record(6, WorkerState::Running), false),
+            (record(5, WorkerState::Running), Supervisor::Alive),
+            (record(6, WorkerState::Running), Supervisor::Gone),
+            (record(8, WorkerState::Running), Supervisor::Starting),
         ];
         let skip = not_to_renew(&workers);
-        assert_eq!(skip, BTreeSet::from([6]));
+        assert_eq!(skip, BTreeSet::from([6, 8]));
         assert_eq!(
             to_renew(&cards, &BTreeSet::new(), &skip),
             vec![(7, 1), (7, 5)]
