@@ -6,7 +6,6 @@
 //! passed on down the pipeline. No rule lives here; every argv reached is
 //! handed to [`super::rules::dispatch`].
 
-use super::Block;
 use super::copies;
 use super::decode;
 use super::git_alias;
@@ -218,12 +217,7 @@ fn xargs(a: &mut Analyser<'_>, cmd: &Cmd, words: &[Word], input: &Flow) -> Flow 
     if (input.items.is_some() || input.text.is_none())
         && let Some(h) = mass_delete::verdict(a, sub, &items, "xargs")
     {
-        a.block(Block {
-            rule: h.rule,
-            command: cmd.span.clone(),
-            why: h.why,
-            instead: h.instead,
-        });
+        a.block(h.into_block(&cmd.span));
         return Flow::default();
     }
     let inner = Flow {

@@ -14,6 +14,8 @@
 //! more than [`MAX_BRACE_WORDS`] words is refused as too large to check,
 //! like the other bounds.
 
+use super::shell::heredoc_word;
+
 /// Most words the brace expansions of one shell text may make. Real
 /// commands expand a handful (`mkdir -p src/{a,b}`, `file{1..20}.txt`);
 /// every word is then checked like a typed one, so a `{0..999}{0..999}`
@@ -88,14 +90,7 @@ pub(super) fn prepass(text: &str) -> Result<Option<String>, ()> {
                     continue;
                 }
                 if b[i..].starts_with(b"<<") {
-                    let mut j = i + 2;
-                    let strip_tabs = b.get(j) == Some(&b'-');
-                    if strip_tabs {
-                        j += 1;
-                    }
-                    while j < b.len() && (b[j] == b' ' || b[j] == b'\t') {
-                        j += 1;
-                    }
+                    let (j, strip_tabs) = heredoc_word(b, i);
                     let end = word_end(b, j);
                     heredocs.push((unquote(&text[j..end]), strip_tabs));
                     out.push_str(&text[i..end]);

@@ -7,6 +7,7 @@
 //! good. A clone under a temp dir is nobody's work tree.
 
 use super::Rule;
+use super::git_alias;
 use super::history;
 use super::longopt;
 use super::paths::is_temp_dir;
@@ -20,27 +21,7 @@ const INSTEAD_POP: &str =
     "check `git stash list`, then `git stash apply stash@{N}` for the stash you made yourself";
 
 pub(super) fn verdict(a: &Analyser<'_>, argv: &[Word], hits: &mut Vec<Hit>) {
-    let mut i = 1;
-    while i < argv.len() {
-        let t = argv[i].text.as_str();
-        if matches!(
-            t,
-            "-C" | "-c"
-                | "--git-dir"
-                | "--work-tree"
-                | "--namespace"
-                | "--config-env"
-                | "--super-prefix"
-                | "--exec-path"
-        ) && !t.contains('=')
-        {
-            i += 2;
-        } else if t.starts_with('-') {
-            i += 1;
-        } else {
-            break;
-        }
-    }
+    let (i, _) = git_alias::split_globals(argv);
     let Some(sub) = argv.get(i) else { return };
     let rest = &argv[i + 1..];
     // A long option is read as git reads it: any unique prefix (`--forc`)

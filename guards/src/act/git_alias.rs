@@ -15,7 +15,7 @@
 
 use super::exec::exec;
 use super::shell::{Analyser, Cmd, Flow, Word};
-use super::words::shell_quote;
+use super::words::{GIT_GLOBAL_WITH_VALUE, shell_quote};
 
 /// `git …` run by the analyser: `git config alias.NAME VALUE` is
 /// remembered for the rest of the text, and a subcommand that is an alias
@@ -255,17 +255,6 @@ const GIT_COMMANDS: &[&str] = &[
 /// following it (git stops at a loop; a real chain is one or two long).
 const MAX_CHAIN: usize = 16;
 
-/// Git's global options that take their value as the next word.
-const GLOBAL_WITH_VALUE: &[&str] = &[
-    "-C",
-    "-c",
-    "--git-dir",
-    "--work-tree",
-    "--namespace",
-    "--config-env",
-    "--super-prefix",
-];
-
 /// Where the subcommand of `git GLOBAL-OPTIONS SUB …` is, and the aliases
 /// its `-c alias.NAME=VALUE` options define (in order; names lowercased).
 pub(super) fn split_globals(argv: &[Word]) -> (usize, Vec<(String, String)>) {
@@ -278,7 +267,7 @@ pub(super) fn split_globals(argv: &[Word]) -> (usize, Vec<(String, String)>) {
                 defs.push(d);
             }
             i += 2;
-        } else if GLOBAL_WITH_VALUE.contains(&t) {
+        } else if GIT_GLOBAL_WITH_VALUE.contains(&t) {
             i += 2;
         } else if t.starts_with('-') {
             i += 1;

@@ -7,6 +7,7 @@
 //! `fs.rmSync(…, {recursive})`) as `rm -r` of their literal path; all of it
 //! goes back through the analyser, so every rule applies.
 
+use super::Rule;
 use super::code::{Code, Lang, Tok};
 use super::rm::{INSTEAD_RM, rm_targets};
 use super::rules::{Hit, pick};
@@ -14,7 +15,6 @@ use super::shell::{Analyser, Word};
 use super::sql::{self, INSTEAD_SQL};
 use super::steal::{INSTEAD_STEAL, is_loopback, is_secret_here};
 use super::words::{FRESH_TEMP, shell_quote};
-use super::{Block, Rule};
 
 pub(super) fn is_interpreter(n: &str) -> bool {
     n.starts_with("python")
@@ -307,12 +307,8 @@ fn script(a: &mut Analyser<'_>, interpreter: &str, code: &str, span: &str) {
     if a.hit.is_none()
         && let Some(h) = pick(a, hits)
     {
-        a.block(Block {
-            rule: h.rule,
-            command: span.to_string(),
-            why: format!("in {interpreter} code: {}", h.why),
-            instead: h.instead,
-        });
+        let why = format!("in {interpreter} code: {}", h.why);
+        a.block(Hit { why, ..h }.into_block(span));
     }
 }
 

@@ -6,7 +6,6 @@
 //! itself (`find /tmp -name 'x*' -exec rm -rf {} +`) only reaches what lies
 //! inside it.
 
-use super::Block;
 use super::exec;
 use super::paths::{Place, place};
 use super::rm::rm_targets;
@@ -90,12 +89,7 @@ pub(super) fn find(a: &mut Analyser<'_>, cmd: &Cmd, argv: &[Word]) -> Vec<Word> 
             let mut hits = Vec::new();
             rm_targets(a, &roots, "find … -delete", &mut hits);
             if let Some(h) = pick(a, hits) {
-                a.block(Block {
-                    rule: h.rule,
-                    command: cmd.span.clone(),
-                    why: h.why,
-                    instead: h.instead,
-                });
+                a.block(h.into_block(&cmd.span));
                 return roots;
             }
         } else if matches!(t, "-exec" | "-execdir" | "-ok" | "-okdir") {
@@ -106,12 +100,7 @@ pub(super) fn find(a: &mut Analyser<'_>, cmd: &Cmd, argv: &[Word]) -> Vec<Word> 
             }
             let sub = &argv[start..end.min(argv.len())];
             if let Some(h) = verdict(a, sub, &roots, "find … -exec") {
-                a.block(Block {
-                    rule: h.rule,
-                    command: cmd.span.clone(),
-                    why: h.why,
-                    instead: h.instead,
-                });
+                a.block(h.into_block(&cmd.span));
                 return roots;
             }
             for root in &roots {

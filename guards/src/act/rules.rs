@@ -34,18 +34,24 @@ impl Hit {
             instead: instead.into(),
         }
     }
+
+    /// The block this finding makes of `command` (the span the operator
+    /// reads).
+    pub(super) fn into_block(self, command: &str) -> Block {
+        Block {
+            rule: self.rule,
+            command: command.to_string(),
+            why: self.why,
+            instead: self.instead,
+        }
+    }
 }
 
 /// Entry point from the walker.
 pub(crate) fn run(a: &mut Analyser<'_>, cmd: &Cmd, input: Flow) -> Flow {
     let first = cmd.words.iter().find(|w| !is_assignment(w));
     if let Some(h) = disks::redirect(&cmd.out_files, first).and_then(|h| pick(a, vec![h])) {
-        a.block(Block {
-            rule: h.rule,
-            command: cmd.span.clone(),
-            why: h.why,
-            instead: h.instead,
-        });
+        a.block(h.into_block(&cmd.span));
         return Flow::default();
     }
     let stdin = cmd.stdin_text.clone().or_else(|| input.text.clone());
@@ -102,12 +108,7 @@ pub(super) fn dispatch(
     steal::verdict(a, name, argv, cmd, input, &mut hits);
     release::verdict(a, argv, &mut hits);
     if let Some(h) = pick(a, hits) {
-        a.block(Block {
-            rule: h.rule,
-            command: cmd.span.clone(),
-            why: h.why,
-            instead: h.instead,
-        });
+        a.block(h.into_block(&cmd.span));
         return Flow::default();
     }
     out.secret = steal::flows_secret(a, name, argv, cmd, input);

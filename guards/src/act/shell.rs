@@ -747,6 +747,21 @@ impl<'c> Analyser<'c> {
     }
 }
 
+/// For the heredoc operator at `b[i..]` (`<<` or `<<-`): where its
+/// delimiter word starts (after the blanks) and whether the body's leading
+/// tabs are stripped (`<<-`).
+pub(super) fn heredoc_word(b: &[u8], i: usize) -> (usize, bool) {
+    let mut j = i + 2;
+    let strip_tabs = b.get(j) == Some(&b'-');
+    if strip_tabs {
+        j += 1;
+    }
+    while j < b.len() && (b[j] == b' ' || b[j] == b'\t') {
+        j += 1;
+    }
+    (j, strip_tabs)
+}
+
 /// Prefix of the file name that stands for a lifted heredoc body
 /// (`__hoop_heredoc_3__`).
 const PLACEHOLDER: &str = "__hoop_heredoc_";
@@ -798,14 +813,7 @@ fn hoist_heredocs(text: &str, bodies: &mut Vec<String>) -> Option<(String, Vec<u
                 && b[i..].starts_with(b"<<")
                 && !b[i..].starts_with(b"<<<") =>
             {
-                let mut j = i + 2;
-                let strip_tabs = b.get(j) == Some(&b'-');
-                if strip_tabs {
-                    j += 1;
-                }
-                while j < b.len() && (b[j] == b' ' || b[j] == b'\t') {
-                    j += 1;
-                }
+                let (mut j, strip_tabs) = heredoc_word(b, i);
                 let mut delim = Vec::new();
                 let mut quoted = false;
                 let mut q: Option<u8> = None;

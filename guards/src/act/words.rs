@@ -1,6 +1,19 @@
 //! Words of shell text that the parser, the wrappers and the rules all need
-//! to read or write the same way: what a fresh `$(mktemp …)` stands for, and
-//! how a word is quoted back into shell text. Nothing here judges a command.
+//! to read or write the same way: what a fresh `$(mktemp …)` stands for, how
+//! a word is quoted back into shell text, which of git's global options
+//! take a value. Nothing here judges a command.
+
+/// Git's global options that take their value as the next word (read by
+/// the git rules and by the wrappers that peel `git … submodule foreach`).
+pub(super) const GIT_GLOBAL_WITH_VALUE: &[&str] = &[
+    "-C",
+    "-c",
+    "--git-dir",
+    "--work-tree",
+    "--namespace",
+    "--config-env",
+    "--super-prefix",
+];
 
 /// What a fresh `$(mktemp -d)` stands for: some new directory under the
 /// temp dir (the `rm` rule allows what lies there).

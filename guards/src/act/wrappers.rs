@@ -6,7 +6,7 @@
 //! roots) in `mass_delete.rs`.
 
 use super::shell::Word;
-use super::words::shell_quote;
+use super::words::{GIT_GLOBAL_WITH_VALUE, shell_quote};
 
 /// How a wrapper passes on what it runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -346,14 +346,7 @@ pub(crate) static WRAPPERS: &[Wrapper] = &[
     // runs in every submodule (a `clean -fdx` there is one everywhere).
     takes(
         w(&["git", "submodule", "foreach"], Joined),
-        &[
-            "-C",
-            "-c",
-            "--git-dir",
-            "--work-tree",
-            "--namespace",
-            "--config-env",
-        ],
+        GIT_GLOBAL_WITH_VALUE,
     ),
     // ip netns exec NAME argv
     fixed(w(&["ip", "netns", "exec"], Argv), 1),
