@@ -824,3 +824,25 @@ fn cache_folders_are_removable_only_where_git_tracks_nothing_in_them() {
     assert_eq!(o.code, 2, "tracked sources under build/");
     assert!(o.stderr.contains("git tracks 1 file(s)"), "{}", o.stderr);
 }
+
+#[test]
+fn outside_a_git_work_tree_nothing_vouches_for_a_cache_folder() {
+    // The target dir may be inside a clone's work tree (`target/` is
+    // ignored there, so git would vouch for it): bound git's search at the
+    // target dir so this folder is outside every work tree, as a folder
+    // under a plain home directory is.
+    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let d = outside.path();
+    std::fs::create_dir_all(d.join("node_modules/x")).unwrap();
+    std::fs::write(d.join("node_modules/x/index.js"), "x").unwrap();
+    let env = Env::new();
+    let mut v: Value = serde_json::from_str(CLAUDE_PRE).unwrap();
+    v["tool_input"]["command"] = json!("rm -rf node_modules");
+    v["cwd"] = json!(d.to_str().unwrap());
+    let mut c = env.cmd(&["guard", "act"]);
+    c.env("GIT_CEILING_DIRECTORIES", env!("CARGO_TARGET_TMPDIR"));
+    let o = env.run_with(c, &serde_json::to_vec(&v).unwrap());
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(o.stderr.contains("not in a git work tree"), "{}", o.stderr);
+    assert!(d.join("node_modules/x/index.js").exists());
+}
