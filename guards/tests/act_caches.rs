@@ -1,11 +1,12 @@
 //! Regenerable cache folders through the hook shell, in real git
 //! repositories: removing one is allowed only when git tracks nothing under
 //! it and no link is on its path (`src/act/caches.rs`, `src/cache_facts.rs`).
-//! The repositories live under the target dir, not under /tmp: a path in a
-//! temp dir is scratch whatever its name, which would hide the rule. The
-//! target dir may itself sit in a git work tree (a fresh clone builds into
-//! its own `target/`), so the case "outside any work tree" is tested through
-//! the binary in `tests/guards`, where git's search can be bounded.
+//! The repositories live under the target dir, and the payload names them
+//! through [`payload_cwd`]: a path in a temp dir is scratch whatever its
+//! name, which would hide the rule when the target dir is under /tmp. The
+//! target dir may also sit in a git work tree (a fresh clone builds into its
+//! own `target/`), so the case "outside any work tree" is tested through the
+//! binary in `tests/guards`, where git's search can be bounded.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -47,13 +48,24 @@ fn write(dir: &Path, rel: &str) -> PathBuf {
     p
 }
 
+/// The directory as the payload names it. On Linux `/proc/self/root` names
+/// the same directory without a temp-dir prefix, so the cache rule, not the
+/// scratch judgment, decides wherever the target dir is.
+fn payload_cwd(dir: &Path) -> String {
+    if cfg!(target_os = "linux") {
+        format!("/proc/self/root{}", dir.display())
+    } else {
+        dir.display().to_string()
+    }
+}
+
 /// The hook's answer: None = allowed, Some(reason) = blocked.
 fn hook(cwd: &Path, cmd: &str) -> Option<String> {
     let payload = serde_json::json!({
         "hook_event_name": "PreToolUse",
         "tool_name": "Bash",
         "tool_input": {"command": cmd},
-        "cwd": cwd.to_str().unwrap(),
+        "cwd": payload_cwd(cwd),
     });
     let r = act_hook(
         &serde_json::to_vec(&payload).unwrap(),

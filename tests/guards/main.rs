@@ -791,9 +791,20 @@ fn the_guard_parser_speaks_like_the_rest_of_the_cli() {
     assert_eq!(out.code, 2, "{}", out.stderr);
 }
 
+/// A project directory under the target dir, as a payload names it. A path
+/// in a temp dir is scratch whatever its name, and the target dir may be
+/// under /tmp: on Linux `/proc/self/root` names the same directory without
+/// that prefix, so the cache rule, not the scratch judgment, decides.
+fn payload_cwd(dir: &Path) -> String {
+    if cfg!(target_os = "linux") {
+        format!("/proc/self/root{}", dir.display())
+    } else {
+        dir.display().to_string()
+    }
+}
+
 #[test]
 fn cache_folders_are_removable_only_where_git_tracks_nothing_in_them() {
-    // Under the target dir, not /tmp: a temp dir is scratch whatever the name.
     let repo = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let d = repo.path();
     let git = |args: &[&str]| {
@@ -816,7 +827,7 @@ fn cache_folders_are_removable_only_where_git_tracks_nothing_in_them() {
     let run = |cmd: &str| {
         let mut v: Value = serde_json::from_str(CLAUDE_PRE).unwrap();
         v["tool_input"]["command"] = json!(cmd);
-        v["cwd"] = json!(d.to_str().unwrap());
+        v["cwd"] = json!(payload_cwd(d));
         env.run(&["guard", "act"], &serde_json::to_vec(&v).unwrap())
     };
     assert_eq!(run("rm -rf node_modules").code, 0, "untracked cache");
@@ -838,7 +849,7 @@ fn outside_a_git_work_tree_nothing_vouches_for_a_cache_folder() {
     let env = Env::new();
     let mut v: Value = serde_json::from_str(CLAUDE_PRE).unwrap();
     v["tool_input"]["command"] = json!("rm -rf node_modules");
-    v["cwd"] = json!(d.to_str().unwrap());
+    v["cwd"] = json!(payload_cwd(d));
     let mut c = env.cmd(&["guard", "act"]);
     c.env("GIT_CEILING_DIRECTORIES", env!("CARGO_TARGET_TMPDIR"));
     let o = env.run_with(c, &serde_json::to_vec(&v).unwrap());
