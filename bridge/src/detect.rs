@@ -266,13 +266,15 @@ pub fn card_event(kind: Kind, c: &Card) -> Event {
 }
 
 /// Which lines ring first when a round has more than the cap: notices
-/// (down, recovered), then cards and direct mentions (a DM, an @mention),
-/// then plain group talk.
+/// (down, recovered), then cards (few, and each one is work handed to the
+/// window: a burst of mentions must not push an assignment out), then
+/// direct mentions (a DM, an @mention), then plain group talk.
 fn priority(e: &Event) -> u8 {
     match e.kind {
         Kind::Notice => 0,
-        Kind::TaskAssigned | Kind::TaskUpdated | Kind::Dm | Kind::Mention => 1,
-        Kind::Group => 2,
+        Kind::TaskAssigned | Kind::TaskUpdated => 1,
+        Kind::Dm | Kind::Mention => 2,
+        Kind::Group => 3,
     }
 }
 
@@ -300,7 +302,7 @@ fn name_rooms(
         .join(", ")
 }
 
-/// At most [`MAX_LINES_PER_ROUND`] events, cards and direct mentions first
+/// At most [`MAX_LINES_PER_ROUND`] events, cards first, then direct mentions
 /// ([`priority`], stable), then one overflow notice that counts the rest
 /// per kind and names their rooms, and names the rooms whose backlog went
 /// past the read bound (`unread`: older messages there were not read at
@@ -644,11 +646,11 @@ mod tests {
         assert_eq!(
             head,
             vec![
+                (Kind::TaskAssigned, None),
                 (Kind::Mention, Some(24)),
                 (Kind::Mention, Some(25)),
                 (Kind::Mention, Some(26)),
                 (Kind::Dm, Some(27)),
-                (Kind::TaskAssigned, None),
             ]
         );
         let groups: Vec<_> = out[5..20].iter().filter_map(|e| e.message_id).collect();
@@ -663,6 +665,32 @@ mod tests {
         assert_eq!(
             only[0].line(),
             "🔔 more new messages than one round reads in room(s) 11: read the rooms | type=notice kind=overflow"
+        );
+    }
+
+    #[test]
+    fn a_card_after_more_mentions_than_the_cap_still_rings() {
+        // 24 @mentions, then an urgent card: the card is not cut.
+        let mut evs: Vec<Event> = (0..24)
+            .map(|i| message_event(&msg(i, 2, "@bolt", vec![]), Kind::Mention, "r"))
+            .collect();
+        let card = Card {
+            title: "URGENT hotfix".into(),
+            ..card(70, CardStatus::Queued, 0)
+        };
+        evs.push(card_event(Kind::TaskAssigned, &card));
+        let out = cap(evs, &BTreeMap::new(), &std::collections::BTreeSet::new());
+        assert_eq!(out.len(), 21);
+        assert_eq!(out[0].kind, Kind::TaskAssigned, "{:?}", out[0].summary);
+        let mentions: Vec<_> = out[1..20].iter().filter_map(|e| e.message_id).collect();
+        assert_eq!(
+            mentions,
+            (0..19).collect::<Vec<_>>(),
+            "oldest mentions next"
+        );
+        assert_eq!(
+            out[20].line(),
+            "🔔 5 more event(s) this round not shown (5 mention) in room(s) 9: read the rooms | type=notice kind=overflow"
         );
     }
 }
