@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 use hoop_core::home::{Home, HomeError};
 use hoop_sentinel::lock::{self, Probe};
-use hoop_sentinel::state::{Obituaries, RoundResult, Status};
+use hoop_sentinel::state::{GaveUp, Obituaries, RoundResult, Status};
 use serde::{Deserialize, Serialize};
 
 use crate::install::{self, Row, Status as PlanStatus};
@@ -86,6 +86,11 @@ pub struct HomeStatus {
     /// each (`<patrol>: findings …`), until one of its rounds lands.
     #[serde(default)]
     pub patrol_skipped: Vec<String>,
+    /// Messages the sentinel stopped offering after three offers with
+    /// neither a reply nor a pass (the newest kept in its status file),
+    /// oldest first. History: kept whether or not a daemon runs.
+    #[serde(default)]
+    pub gave_up: Vec<GaveUp>,
 }
 
 /// One live worker: its card and the last hook-status signal its agent's
@@ -266,6 +271,7 @@ pub fn home_status(f: &Facts) -> HomeStatus {
         problems,
         workers: f.workers.clone(),
         patrol_skipped: f.patrol_skipped.clone(),
+        gave_up: status.map(|s| s.gave_up.clone()).unwrap_or_default(),
     }
 }
 
@@ -650,6 +656,16 @@ pub fn table(r: &Report) -> String {
             out.push_str(&format!(
                 "{}: patrol {k} (not handled; look at them by hand)\n",
                 h.home
+            ));
+        }
+        for g in &h.gave_up {
+            out.push_str(&format!(
+                "{home}: gave up on message {id} in room {room} {when}, after {n} offers with neither a reply nor a pass; `hoop why --home {home} --message {id}` tells its story, answer it by hand\n",
+                home = h.home,
+                id = g.message_id,
+                room = g.conversation_id,
+                when = ago(Some(g.at), r.at),
+                n = g.offers,
             ));
         }
     }

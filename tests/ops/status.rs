@@ -61,9 +61,13 @@ async fn status_shows_a_live_daemon_a_held_lock_and_an_idle_home() {
     // status file a predecessor wrote.
     let held = plain_home(w.root.path(), "held");
     let _lock = hoop_sentinel::lock::account(&held.account_lock_path()).unwrap();
+    // ... and a message it gave up on two minutes ago.
+    let gave_up_at = hoop_core::clock::now_unix() - 120;
     std::fs::write(
         held.dir().join("sentinel-status.json"),
-        r#"{"pid":1,"started_at":1,"ws_connected":true,"last_round_at":5,"last_round_result":"auth_dead","consecutive_failures":3}"#,
+        format!(
+            r#"{{"pid":1,"started_at":1,"ws_connected":true,"last_round_at":5,"last_round_result":"auth_dead","consecutive_failures":3,"gave_up":[{{"conversation_id":7,"message_id":41,"offers":3,"at":{gave_up_at}}}]}}"#
+        ),
     )
     .unwrap();
 
@@ -118,6 +122,11 @@ async fn status_shows_a_live_daemon_a_held_lock_and_an_idle_home() {
     );
     assert_eq!(h["last_round_result"], "auth_dead", "{h:#}");
     assert_eq!(h["consecutive_failures"], 3, "{h:#}");
+    assert_eq!(
+        h["gave_up"],
+        serde_json::json!([{"conversation_id": 7, "message_id": 41, "offers": 3, "at": gave_up_at}]),
+        "{h:#}"
+    );
 
     let i = row(&report, "idle");
     assert_eq!(i["alive"], false, "a lock file is not a live daemon: {i:#}");
@@ -170,6 +179,17 @@ async fn status_shows_a_live_daemon_a_held_lock_and_an_idle_home() {
             "{home}:\n{table}"
         );
     }
+    // A given-up message is named with the command that tells its story;
+    // the other homes gave up on nothing.
+    let gave_up: Vec<&str> = table.lines().filter(|l| l.contains("gave up")).collect();
+    assert_eq!(
+        gave_up,
+        vec![
+            "held: gave up on message 41 in room 7 2m ago, after 3 offers with neither a reply nor a pass; `hoop why --home held --message 41` tells its story, answer it by hand"
+        ],
+        "{table}"
+    );
+    assert_eq!(i["gave_up"], serde_json::json!([]), "{i:#}");
 
     // Stopped: not alive, not connected; the last round stays readable.
     assert!(d.term().success());
