@@ -739,6 +739,91 @@ fn two_codex_windows_in_one_directory_never_hand_over_each_others_events() {
         for_c.id
     );
     assert!(c_pending.exists(), "C's event still pending in C's store");
+
+    // A handover names its window: without --session, two stores are two
+    // candidates and nothing moves.
+    let summary = m.root.path().join("summary.txt");
+    std::fs::write(&summary, "C did the first half").unwrap();
+    let handed = m.root.path().join("calls-handover");
+    let h_script = m.root.path().join("codex-h");
+    std::fs::write(
+        &h_script,
+        format!(
+            "#!/bin/sh\nprintf '%s|' \"$@\" >> {}\necho >> {0}\n",
+            handed.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&h_script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let h_cmd = format!(
+        "{} queue --thread {{thread}} --message {{text}}",
+        h_script.display()
+    );
+    let handover = |session: Option<&str>| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_hoop"));
+        cmd.args(["bridge", "handover", "--to", "TC2", "--summary-file"])
+            .arg(&summary)
+            .arg("--state-dir")
+            .arg(&dir)
+            .args(["--codex-cmd", &h_cmd])
+            .env_remove("HOOP_WINDOW_SESSION")
+            .env("HOOP_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if let Some(s) = session {
+            cmd.args(["--session", s]);
+        }
+        exits(cmd)
+    };
+    let out = handover(None);
+    assert!(!out.status.success(), "{out:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim_end(),
+        format!(
+            "hoop: 2 windows have a store in {}: give --session with one of TC, TD",
+            dir.display()
+        )
+    );
+    assert!(!handed.exists(), "nothing was handed over");
+    // C's handover reaches C's new thread with the summary only, and
+    // moves C's thread alone.
+    let out = handover(Some("TC"));
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        std::fs::read_to_string(&handed).unwrap(),
+        "queue|--thread|TC2|--message|Handover summary from the previous thread:\nC did the first half|\n"
+    );
+    let thread = |w: &str| {
+        std::fs::read_to_string(dir.join("codex").join("windows").join(w).join("thread")).ok()
+    };
+    assert_eq!(thread("TC").as_deref(), Some("TC2"));
+    assert_eq!(thread("TD"), None, "D's thread is D's own");
+    // D's next event still goes to TD, and C's event never reached D.
+    let again = post(&rt, &b, r3.id, &ann, "again for D", vec![]);
+    let end = Instant::now() + WAIT;
+    let text = loop {
+        let text = std::fs::read_to_string(&calls).unwrap_or_default();
+        if text.contains(&format!("message_id={}", again.id)) {
+            break text;
+        }
+        assert!(
+            Instant::now() < end,
+            "D never handed over {}: {text:?}",
+            again.id
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2, "{text:?}");
+    assert!(
+        lines[1].starts_with("queue|--thread|TD|--message|"),
+        "{text:?}"
+    );
+    assert!(
+        !text.contains(&format!("message_id={}", for_c.id)),
+        "C's event #{} never handed to D: {text:?}",
+        for_c.id
+    );
 }
 
 #[test]
