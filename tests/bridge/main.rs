@@ -49,6 +49,33 @@ async fn user(b: &Backend, name: &str, agent: bool) -> User {
         .unwrap()
 }
 
+/// Run a command expected to exit, within [`WAIT`], its stdout and stderr
+/// captured: one that keeps running is killed and fails the test instead
+/// of hanging it (or a runtime's blocking pool).
+fn exits(mut c: Command) -> std::process::Output {
+    let child = c
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(WAIT) {
+        Ok(out) => out.unwrap(),
+        Err(_) => {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid as i32),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+            panic!("{c:?} did not exit within {WAIT:?}");
+        }
+    }
+}
+
 fn watch_cmd(b: &Backend, me: &User, key_file: &std::path::Path, dir: &std::path::Path) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_hoop"));
     c.args([
@@ -153,11 +180,8 @@ async fn a_rejected_key_prints_one_line_and_exits_77() {
     let dir = tempfile::tempdir().unwrap();
     let key_file = dir.path().join("key");
     std::fs::write(&key_file, &key).unwrap();
-    let out = tokio::task::spawn_blocking({
-        let mut c = watch_cmd(&b, &bolt, &key_file, dir.path());
-        move || c.output().unwrap()
-    });
-    let out = tokio::time::timeout(WAIT, out).await.unwrap().unwrap();
+    let c = watch_cmd(&b, &bolt, &key_file, dir.path());
+    let out = tokio::task::spawn_blocking(move || exits(c)).await.unwrap();
     assert_eq!(out.status.code(), Some(77));
     assert_eq!(
         String::from_utf8_lossy(&out.stdout),
@@ -334,34 +358,32 @@ fn handover_without_a_summary_exits_78_and_keeps_the_thread() {
     let thread = dir.path().join("codex").join("thread");
     std::fs::create_dir_all(thread.parent().unwrap()).unwrap();
     std::fs::write(&thread, "OLD").unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_hoop"))
-        .args([
-            "bridge",
-            "handover",
-            "--to",
-            "NEW",
-            "--summary-cmd",
-            "false",
-        ])
-        .arg("--state-dir")
-        .arg(dir.path())
-        .args(["--codex-cmd", "true {thread} {text}"])
-        .env("HOOP_LOG", "warn")
-        .output()
-        .unwrap();
+    let mut out = Command::new(env!("CARGO_BIN_EXE_hoop"));
+    out.args([
+        "bridge",
+        "handover",
+        "--to",
+        "NEW",
+        "--summary-cmd",
+        "false",
+    ])
+    .arg("--state-dir")
+    .arg(dir.path())
+    .args(["--codex-cmd", "true {thread} {text}"])
+    .env("HOOP_LOG", "warn");
+    let out = exits(out);
     assert_eq!(out.status.code(), Some(78), "{out:?}");
     assert_eq!(std::fs::read_to_string(&thread).unwrap(), "OLD");
     // With a summary the switch happens.
     let summary = dir.path().join("summary.txt");
     std::fs::write(&summary, "we did X").unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_hoop"))
-        .args(["bridge", "handover", "--to", "NEW", "--summary-file"])
+    let mut out = Command::new(env!("CARGO_BIN_EXE_hoop"));
+    out.args(["bridge", "handover", "--to", "NEW", "--summary-file"])
         .arg(&summary)
         .arg("--state-dir")
         .arg(dir.path())
-        .args(["--codex-cmd", "true {thread} {text}"])
-        .output()
-        .unwrap();
+        .args(["--codex-cmd", "true {thread} {text}"]);
+    let out = exits(out);
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     assert_eq!(std::fs::read_to_string(&thread).unwrap(), "NEW");
 }
@@ -377,11 +399,10 @@ fn a_second_ack_of_the_same_event_is_refused() {
     )
     .unwrap();
     let ack = || {
-        Command::new(env!("CARGO_BIN_EXE_hoop"))
-            .args(["bridge", "ack", "m5", "--state-dir"])
-            .arg(dir.path())
-            .output()
-            .unwrap()
+        let mut c = Command::new(env!("CARGO_BIN_EXE_hoop"));
+        c.args(["bridge", "ack", "m5", "--state-dir"])
+            .arg(dir.path());
+        exits(c)
     };
     assert_eq!(ack().status.code(), Some(0));
     let again = ack();
@@ -489,10 +510,11 @@ async fn watch_for_codex_keeps_the_event_pending_until_acked() {
     drop(child);
     let p: serde_json::Value = serde_json::from_slice(&std::fs::read(&pending).unwrap()).unwrap();
     assert!(p["delivered_at"].is_i64(), "accepted, still pending: {p}");
-    let out = Command::new(env!("CARGO_BIN_EXE_hoop"))
-        .args(["bridge", "ack", &format!("m{}", m.id), "--state-dir"])
-        .arg(dir.path())
-        .output()
+    let mut ack = Command::new(env!("CARGO_BIN_EXE_hoop"));
+    ack.args(["bridge", "ack", &format!("m{}", m.id), "--state-dir"])
+        .arg(dir.path());
+    let out = tokio::task::spawn_blocking(move || exits(ack))
+        .await
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     assert_eq!(
@@ -518,10 +540,8 @@ async fn watch_for_codex_keeps_the_event_pending_until_acked() {
             script.display()
         ))
         .args(["--max-rounds", "1"]);
-    let out = tokio::time::timeout(WAIT, tokio::task::spawn_blocking(move || again.output()))
+    let out = tokio::task::spawn_blocking(move || exits(again))
         .await
-        .expect("one round ends")
-        .unwrap()
         .unwrap();
     assert!(out.status.success(), "{out:?}");
     assert!(

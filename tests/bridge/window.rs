@@ -13,7 +13,7 @@ use std::time::Instant;
 use hoop_api::admin::{AdminCreateCard, CreateConversation, PostAs};
 use hoop_api::types::{AssignTask, Conversation, Mention, Message, SendMessage, User};
 
-use super::{Backend, Reaped, WAIT, backend, user};
+use super::{Backend, Reaped, WAIT, backend, exits, user};
 
 /// A running watcher: its stdout and stderr lines as they come.
 struct Win {
@@ -112,27 +112,6 @@ impl Machine {
             _child: child,
             out,
             err,
-        }
-    }
-}
-
-/// Run a command expected to exit, within [`WAIT`]: one that keeps running
-/// is killed and fails the test instead of hanging it.
-fn exits(mut c: Command) -> std::process::Output {
-    let child = c.stdin(Stdio::null()).spawn().unwrap();
-    let pid = child.id();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    match rx.recv_timeout(WAIT) {
-        Ok(out) => out.unwrap(),
-        Err(_) => {
-            let _ = nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(pid as i32),
-                nix::sys::signal::Signal::SIGKILL,
-            );
-            panic!("{c:?} did not exit within {WAIT:?}");
         }
     }
 }
@@ -767,9 +746,7 @@ fn two_codex_windows_in_one_directory_never_hand_over_each_others_events() {
             .arg(&dir)
             .args(["--codex-cmd", &h_cmd])
             .env_remove("HOOP_WINDOW_SESSION")
-            .env("HOOP_LOG", "warn")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+            .env("HOOP_LOG", "warn");
         if let Some(s) = session {
             cmd.args(["--session", s]);
         }
