@@ -230,24 +230,48 @@ async fn item8_a_taken_name_says_which_to_do_and_spends_nothing() {
     // The key was not spent: it redeems under the new name.
     let out = redeem(second, "tora-2").await;
     assert!(out.status.success(), "{}", text(&out.stderr));
-    // And the old account is adopted by its email.
+    // And the old account is adopted by its email — once it is active:
+    // a disabled account is refused with the cause and nothing is written.
     let tora = w.admin.resolve_user("tora").await.unwrap();
-    let out = run(
-        &hoop_bin(),
-        &[
-            "provision",
-            "redeem",
-            "--force",
-            "--home",
-            "tora",
-            "--email",
-            &tora.email,
-            "--url",
-            &w.base(),
-        ],
-        &[root],
-    )
-    .await;
+    let adopt = || {
+        let (base, root, email) = (w.base(), root.clone(), tora.email.clone());
+        async move {
+            run(
+                &hoop_bin(),
+                &[
+                    "provision",
+                    "redeem",
+                    "--force",
+                    "--home",
+                    "tora",
+                    "--email",
+                    &email,
+                    "--url",
+                    &base,
+                ],
+                &[root],
+            )
+            .await
+        }
+    };
+    w.admin.set_user_active(tora.id, false).await.unwrap();
+    let out = adopt().await;
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.starts_with(&format!("hoop: adopting the account {:?}: ", tora.email)),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(
+            "; nothing was written. The account must be an active agent account that logs in \
+             with the fixed code (a sentinel account)"
+        ),
+        "{stderr}"
+    );
+    assert!(!w.home("tora").dir().exists(), "nothing written");
+    w.admin.set_user_active(tora.id, true).await.unwrap();
+    let out = adopt().await;
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(
         files(w.home("tora").dir()),
