@@ -387,6 +387,21 @@ fn a_burst_a_card_while_down_a_join_and_a_two_ai_mention_ring_once_in_the_right_
         "@novak and @nova only",
         vec![Mention::User(nova.id)],
     );
+    // A voice message rings as one, never as its waveform.
+    let waveform = "▁▃▅▇▅▃▁";
+    let voice = rt
+        .block_on(b.admin.post_as(
+            old.id,
+            &PostAs {
+                sender_id: ann.id,
+                message: SendMessage {
+                    body: waveform.into(),
+                    mentions: vec![],
+                },
+                kind: hoop_api::types::MessageKind::Voice,
+            },
+        ))
+        .unwrap();
     // The end of each window's lines: one more message in a room of each.
     let end1 = post(&rt, &b, burst.id, &ann, "end one", vec![]);
     let end2 = post(&rt, &b, old.id, &ann, "end two", vec![]);
@@ -410,6 +425,17 @@ fn a_burst_a_card_while_down_a_join_and_a_two_ai_mention_ring_once_in_the_right_
             "history #{id}"
         );
     }
+    let voice_line: Vec<&String> = lines2
+        .iter()
+        .filter(|l| rung_id(l) == Some(voice.id))
+        .collect();
+    assert_eq!(voice_line.len(), 1, "{lines2:#?}");
+    assert!(
+        voice_line[0].contains(" in old: voice message | type=")
+            && !voice_line[0].contains(waveform),
+        "{}",
+        voice_line[0]
+    );
     for (id, what) in [
         (welcome.id, "welcome"),
         (two.id, "two-AI mention"),
