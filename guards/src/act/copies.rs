@@ -1,8 +1,9 @@
 //! A program copied or linked under another name is the same program:
 //! `cp /bin/rm ./x && ./x -rf src` runs `rm -rf src`. A copy, link or
 //! install of an executable (a path, or `$(which rm)` / `$(command -v rm)`)
-//! is remembered like an alias of its new path, so that running the new
-//! path is checked as the original command.
+//! is remembered by its new path, so that running the new path is checked
+//! as the original command, wherever it is the command (first, or behind
+//! `sudo`, `env`, `xargs`, `find -exec`).
 
 use super::shell::{Analyser, Word};
 
@@ -50,7 +51,7 @@ pub(super) fn note(a: &mut Analyser<'_>, name: &str, argv: &[Word]) {
     } else {
         format!("./{d}")
     };
-    a.aliases.push((key, program));
+    a.copies.push((key, program));
 }
 
 /// The program a copy source names: the last component of a path, or the

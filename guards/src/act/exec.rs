@@ -67,6 +67,12 @@ pub(super) fn exec(
             a.shell(&text);
             return Flow::default();
         }
+        // A program copied under another name runs as itself.
+        if let Some((_, program)) = a.copies.iter().rev().find(|(k, _)| *k == w.text) {
+            let mut argv = vec![Word::lit(program)];
+            argv.extend_from_slice(&words[i + 1..]);
+            return exec(a, cmd, &argv, input, stdin);
+        }
         match base(w) {
             "env" => {
                 let mut j = i + 1;

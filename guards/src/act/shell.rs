@@ -49,6 +49,12 @@ const MAX_COMMAND_BYTES: usize = 512 * 1024;
 /// covers pipes inside quoted text.
 const MAX_PIPES: usize = 1000;
 
+/// A `for v in WORDS` loop over at most this many literal words has its
+/// body judged once per word, with `v` set (`for c in rm; do $c -rf src;
+/// done`). Longer lists are walked once with `v` unknown: a real loop that
+/// names its commands is short, and this bounds the work per command line.
+const MAX_FOR_WORDS: usize = 32;
+
 /// A word after quote removal. Expansions (`$HOME`, `$(…)`) are kept as
 /// written and mark the word dynamic: its runtime value is unknown.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -131,8 +137,13 @@ pub(crate) struct Analyser<'c> {
     /// (`cat <<'EOF' > s.sh`), so that running them (`bash s.sh`) is
     /// checked like the text itself.
     files: Vec<(String, String)>,
-    /// Aliases defined earlier in the text (`alias r='rm -rf'`).
+    /// Aliases defined earlier in the text (`alias r='rm -rf'`): they
+    /// apply to a command's first word only, as bash expands them.
     pub aliases: Vec<(String, String)>,
+    /// Programs copied or linked earlier in the text, by their new path
+    /// (`cp /bin/rm ./x` → `./x` is `rm`): a file, so it runs as itself
+    /// wherever it is the command, behind `sudo` or `env` too.
+    pub copies: Vec<(String, String)>,
     /// Git aliases defined earlier in the text (`git config alias.w …`).
     pub git_aliases: Vec<(String, String)>,
     /// A command that may create files ran earlier in the line (see
@@ -186,6 +197,7 @@ fn analyse_with(
         heredocs: Vec::new(),
         files: Vec::new(),
         aliases: Vec::new(),
+        copies: Vec::new(),
         git_aliases: Vec::new(),
         ran_before_rm: false,
         collect_caches,
@@ -410,14 +422,7 @@ impl<'c> Analyser<'c> {
     fn walk_node(&mut self, node: Node<'_>, src: &str) {
         match node.kind() {
             "comment" | "heredoc_start" | "heredoc_end" | "heredoc_content" => {}
-            "command" => {
-                if self.expanded_command(node, src) {
-                    return;
-                }
-                let cmd = build_cmd(node, src, None);
-                self.run(&cmd, Flow::default());
-                self.walk_inside_command(node, src);
-            }
+            "command" => self.walk_command(node, src),
             "redirected_statement" => {
                 self.redirected(node, src, Flow::default());
             }
@@ -429,31 +434,96 @@ impl<'c> Analyser<'c> {
                 self.walk_children(node, src);
                 self.cwd = saved;
             }
-            "variable_assignment" => {
-                if let (Some(n), Some(v)) = (
-                    node.child_by_field_name("name"),
-                    node.child_by_field_name("value"),
-                ) {
-                    let name = text(n, src).to_string();
-                    if v.kind() == "array" {
-                        self.assign_array(&name, v, src, text(node, src).contains("+="));
-                    }
-                    let value = word_value(v, src);
-                    self.vars.retain(|(k, _)| *k != name);
-                    // Dynamic values stay as written (`$HOME`, `$(…)`),
-                    // which the rules understand or treat as unknown; a
-                    // fresh `$(mktemp -d)` is a temp dir.
-                    let value = if is_mktemp(&value.text) {
-                        FRESH_TEMP.to_string()
-                    } else {
-                        value.text
-                    };
-                    self.vars.push((name, value));
+            "for_statement" => {
+                if !self.for_each_word(node, src) {
+                    self.walk_children(node, src);
                 }
+            }
+            "variable_assignment" => {
+                self.assign(node, src);
                 self.walk_children(node, src);
             }
             _ => self.walk_children(node, src),
         }
+    }
+
+    // The arms of `walk_node` that need locals live in functions of their
+    // own, never inlined: `walk_node` recurses once per tree level (up to
+    // `MAX_TREE_DEPTH`), so its frame must stay small, test threads' 2 MiB
+    // stacks included.
+
+    #[inline(never)]
+    fn walk_command(&mut self, node: Node<'_>, src: &str) {
+        if self.expanded_command(node, src) {
+            return;
+        }
+        let cmd = build_cmd(node, src, None);
+        self.run(&cmd, Flow::default());
+        self.walk_inside_command(node, src);
+    }
+
+    /// `name=value`: the variable's value from here on.
+    #[inline(never)]
+    fn assign(&mut self, node: Node<'_>, src: &str) {
+        let (Some(n), Some(v)) = (
+            node.child_by_field_name("name"),
+            node.child_by_field_name("value"),
+        ) else {
+            return;
+        };
+        let name = text(n, src).to_string();
+        if v.kind() == "array" {
+            self.assign_array(&name, v, src, text(node, src).contains("+="));
+        }
+        let value = word_value(v, src);
+        self.vars.retain(|(k, _)| *k != name);
+        // Dynamic values stay as written (`$HOME`, `$(…)`), which the rules
+        // understand or treat as unknown; a fresh `$(mktemp -d)` is a temp
+        // dir.
+        let value = if is_mktemp(&value.text) {
+            FRESH_TEMP.to_string()
+        } else {
+            value.text
+        };
+        self.vars.push((name, value));
+    }
+
+    /// `for v in WORDS; do BODY; done` over literal words: the body is
+    /// judged once per word with `v` set to it, as bash runs it (after the
+    /// loop `v` keeps the last word, as in bash). `false` when the list is
+    /// absent, dynamic or longer than [`MAX_FOR_WORDS`]: the loop is then
+    /// walked as written, `v` unknown.
+    #[inline(never)]
+    fn for_each_word(&mut self, node: Node<'_>, src: &str) -> bool {
+        let (Some(var), Some(body)) = (
+            node.child_by_field_name("variable"),
+            node.child_by_field_name("body"),
+        ) else {
+            return false;
+        };
+        let mut cursor = node.walk();
+        let values: Vec<Node<'_>> = node.children_by_field_name("value", &mut cursor).collect();
+        if values.is_empty() || values.len() > MAX_FOR_WORDS {
+            return false;
+        }
+        let mut words = Vec::with_capacity(values.len());
+        for v in values {
+            let w = word_value(v, src);
+            if w.dynamic {
+                return false;
+            }
+            words.push(w.text);
+        }
+        let name = text(var, src).to_string();
+        for w in words {
+            self.vars.retain(|(k, _)| *k != name);
+            self.vars.push((name.clone(), w));
+            self.walk(body, src);
+            if self.hit.is_some() || self.unchecked.is_some() {
+                break;
+            }
+        }
+        true
     }
 
     /// `x=(…)` / `x+=(…)`: the array, when every element is literal.
