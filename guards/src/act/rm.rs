@@ -92,7 +92,12 @@ pub(super) fn rm_targets(a: &Analyser<'_>, targets: &[Word], how: &str, hits: &m
             }
             Place::Other => match caches::candidate(a, t) {
                 Some(c) if a.cfg.untracked_caches.contains(&c) => {}
-                Some(c) if a.collect_caches => a.caches.borrow_mut().push(c),
+                Some(c) if a.collect_caches => {
+                    let mut caches = a.caches.borrow_mut();
+                    if !caches.contains(&c) {
+                        caches.push(c);
+                    }
+                }
                 Some(_) => hits.push(Hit::new(
                     Rule::Rm,
                     format!(

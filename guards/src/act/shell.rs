@@ -49,11 +49,14 @@ const MAX_COMMAND_BYTES: usize = 512 * 1024;
 /// covers pipes inside quoted text.
 const MAX_PIPES: usize = 1000;
 
-/// A `for v in WORDS` loop over at most this many literal words has its
-/// body judged once per word, with `v` set (`for c in rm; do $c -rf src;
-/// done`). Longer lists are walked once with `v` unknown: a real loop that
-/// names its commands is short, and this bounds the work per command line.
-const MAX_FOR_WORDS: usize = 32;
+/// Bytes of loop body a command line may have judged again, once per word
+/// of a `for v in WORDS` list (`for c in rm; do $c -rf src; done`: the body
+/// once with `c=rm`). Nested loops multiply (32 words in four levels is a
+/// million bodies: 1.6 s measured), so past this the command is refused
+/// unchecked rather than followed in part, which would let a padded list
+/// hide its last word. A real loop costs words × body: 100 files × a
+/// 100-byte body is 10 KB; this much is walked in about 20 ms.
+const MAX_FOR_BODY_BYTES: usize = 128 * 1024;
 
 /// A word after quote removal. Expansions (`$HOME`, `$(…)`) are kept as
 /// written and mark the word dynamic: its runtime value is unknown.
@@ -146,6 +149,8 @@ pub(crate) struct Analyser<'c> {
     pub copies: Vec<(String, String)>,
     /// Git aliases defined earlier in the text (`git config alias.w …`).
     pub git_aliases: Vec<(String, String)>,
+    /// What is left of [`MAX_FOR_BODY_BYTES`] for this command line.
+    for_bytes_left: usize,
     /// A command that may create files ran earlier in the line (see
     /// `caches.rs`).
     pub ran_before_rm: bool,
@@ -199,6 +204,7 @@ fn analyse_with(
         aliases: Vec::new(),
         copies: Vec::new(),
         git_aliases: Vec::new(),
+        for_bytes_left: MAX_FOR_BODY_BYTES,
         ran_before_rm: false,
         collect_caches,
         caches: Default::default(),
@@ -489,10 +495,11 @@ impl<'c> Analyser<'c> {
     }
 
     /// `for v in WORDS; do BODY; done` over literal words: the body is
-    /// judged once per word with `v` set to it, as bash runs it (after the
-    /// loop `v` keeps the last word, as in bash). `false` when the list is
-    /// absent, dynamic or longer than [`MAX_FOR_WORDS`]: the loop is then
-    /// walked as written, `v` unknown.
+    /// judged once per distinct word with `v` set to it, as bash runs it
+    /// (after the loop `v` keeps the last word, as in bash); a body that
+    /// never names `v` is judged once. Past [`MAX_FOR_BODY_BYTES`] the
+    /// command is refused unchecked. `false` when the list is absent or
+    /// dynamic: the loop is then walked as written, `v` unknown.
     #[inline(never)]
     fn for_each_word(&mut self, node: Node<'_>, src: &str) -> bool {
         let (Some(var), Some(body)) = (
@@ -502,19 +509,32 @@ impl<'c> Analyser<'c> {
             return false;
         };
         let mut cursor = node.walk();
-        let values: Vec<Node<'_>> = node.children_by_field_name("value", &mut cursor).collect();
-        if values.is_empty() || values.len() > MAX_FOR_WORDS {
-            return false;
-        }
-        let mut words = Vec::with_capacity(values.len());
-        for v in values {
+        let mut words: Vec<String> = Vec::new();
+        for v in node.children_by_field_name("value", &mut cursor) {
             let w = word_value(v, src);
             if w.dynamic {
                 return false;
             }
-            words.push(w.text);
+            if !words.contains(&w.text) {
+                words.push(w.text);
+            }
         }
+        let Some(last) = words.last().cloned() else {
+            return false;
+        };
         let name = text(var, src).to_string();
+        let body_text = text(body, src);
+        if !names_variable(body_text, &name) {
+            words = vec![last];
+        }
+        let cost = words.len().saturating_mul(body_text.len());
+        if cost > self.for_bytes_left {
+            self.unchecked = Some(format!(
+                "its `for` loops would be followed over more than {MAX_FOR_BODY_BYTES} bytes of loop bodies"
+            ));
+            return true;
+        }
+        self.for_bytes_left -= cost;
         for w in words {
             self.vars.retain(|(k, _)| *k != name);
             self.vars.push((name.clone(), w));
@@ -1083,6 +1103,18 @@ fn push_split(words: &mut Vec<Word>, node: Node<'_>, src: &str) {
 }
 
 /// The value of a word-like node after quote removal.
+/// Does shell `code` expand the variable `name` (`$name`, `${name…}`)?
+/// Conservative: any such text counts, quoted or not.
+fn names_variable(code: &str, name: &str) -> bool {
+    let word = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    code.match_indices('$').any(|(i, _)| {
+        let rest = &code[i + 1..];
+        let rest = rest.strip_prefix('{').unwrap_or(rest);
+        rest.strip_prefix(name)
+            .is_some_and(|after| !after.starts_with(word))
+    })
+}
+
 pub(crate) fn word_value(node: Node<'_>, src: &str) -> Word {
     let mut w = Word::default();
     append_value(node, src, &mut w);
@@ -1402,6 +1434,23 @@ fn ansi_c(t: &str, out: &mut String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_variable_table() {
+        for (code, name, want) in [
+            ("do $c -rf src; done", "c", true),
+            ("do \"$c\" x; done", "c", true),
+            ("do ${c} x; done", "c", true),
+            ("do ${c:-rm} x; done", "c", true),
+            ("do echo $cc; done", "c", false),
+            ("do echo $c_x; done", "c", false),
+            ("do echo c; done", "c", false),
+            ("do make test; done", "i", false),
+            ("do echo $i$j; done", "j", true),
+        ] {
+            assert_eq!(names_variable(code, name), want, "{code:?} {name}");
+        }
+    }
 
     fn words(src: &str) -> Vec<Word> {
         let mut p = Parser::new();
