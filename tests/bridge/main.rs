@@ -76,6 +76,29 @@ fn exits(mut c: Command) -> std::process::Output {
     }
 }
 
+/// A stand-in `codex` in `dir` that appends its arguments (`a|b|…|`, one
+/// call a line) to `dir/<name>.calls` and accepts: the `--codex-cmd` that
+/// runs it, and the calls file.
+fn codex_recorder(dir: &std::path::Path, name: &str) -> (String, std::path::PathBuf) {
+    use std::os::unix::fs::PermissionsExt;
+    let calls = dir.join(format!("{name}.calls"));
+    let script = dir.join(name);
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nprintf '%s|' \"$@\" >> {}\necho >> {0}\n",
+            calls.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let cmd = format!(
+        "{} queue --thread {{thread}} --message {{text}}",
+        script.display()
+    );
+    (cmd, calls)
+}
+
 fn watch_cmd(b: &Backend, me: &User, key_file: &std::path::Path, dir: &std::path::Path) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_hoop"));
     c.args([
@@ -432,24 +455,10 @@ async fn watch_for_codex_keeps_the_event_pending_until_acked() {
     let key_file = dir.path().join("key");
     std::fs::write(&key_file, &key).unwrap();
     // A stand-in codex: records its arguments, accepts.
-    let calls = dir.path().join("calls");
-    let script = dir.path().join("codex-standin");
-    std::fs::write(
-        &script,
-        format!(
-            "#!/bin/sh\nprintf '%s|' \"$@\" >> {}\necho >> {0}\n",
-            calls.display()
-        ),
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let (codex_cmd, calls) = codex_recorder(dir.path(), "codex-standin");
     let mut cmd = watch_cmd(&b, &bolt, &key_file, dir.path());
     cmd.args(["--client", "codex", "--thread", "T1", "--codex-cmd"])
-        .arg(format!(
-            "{} queue --thread {{thread}} --message {{text}}",
-            script.display()
-        ));
+        .arg(&codex_cmd);
     let child = Reaped(cmd.spawn().unwrap());
     // A Codex window's session is its thread.
     let state = dir.path().join("state-T1.json");
@@ -535,10 +544,7 @@ async fn watch_for_codex_keeps_the_event_pending_until_acked() {
     let mut again = watch_cmd(&b, &bolt, &key_file, dir.path());
     again
         .args(["--client", "codex", "--thread", "T1", "--codex-cmd"])
-        .arg(format!(
-            "{} queue --thread {{thread}} --message {{text}}",
-            script.display()
-        ))
+        .arg(&codex_cmd)
         .args(["--max-rounds", "1"]);
     let out = tokio::task::spawn_blocking(move || exits(again))
         .await

@@ -13,7 +13,7 @@ use std::time::Instant;
 use hoop_api::admin::{AdminCreateCard, CreateConversation, PostAs};
 use hoop_api::types::{AssignTask, Conversation, Mention, Message, SendMessage, User};
 
-use super::{Backend, Reaped, WAIT, backend, exits, user};
+use super::{Backend, Reaped, WAIT, backend, codex_recorder, exits, user};
 
 /// A running watcher: its stdout and stderr lines as they come.
 struct Win {
@@ -651,7 +651,6 @@ fn a_second_watcher_on_the_same_session_in_one_directory_is_refused() {
 
 #[test]
 fn two_codex_windows_in_one_directory_never_hand_over_each_others_events() {
-    use std::os::unix::fs::PermissionsExt;
     let rt = tokio::runtime::Runtime::new().unwrap();
     let b = rt.block_on(backend());
     let bolt = rt.block_on(user(&b, "bolt", true));
@@ -661,21 +660,7 @@ fn two_codex_windows_in_one_directory_never_hand_over_each_others_events() {
     let key = rt.block_on(b.admin.mint_mcp_key(bolt.id)).unwrap().key;
     let m = Machine::new(&b, &bolt, &key);
     // Window C's codex refuses everything; window D's records what it got.
-    let calls = m.root.path().join("calls-d");
-    let script = m.root.path().join("codex-d");
-    std::fs::write(
-        &script,
-        format!(
-            "#!/bin/sh\nprintf '%s|' \"$@\" >> {}\necho >> {0}\n",
-            calls.display()
-        ),
-    )
-    .unwrap();
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let d_cmd = format!(
-        "{} queue --thread {{thread}} --message {{text}}",
-        script.display()
-    );
+    let (d_cmd, calls) = codex_recorder(m.root.path(), "codex-d");
     let (s2, s3) = (r2.id.to_string(), r3.id.to_string());
     let c = m.start(&[
         "--client",
@@ -749,21 +734,7 @@ fn two_codex_windows_in_one_directory_never_hand_over_each_others_events() {
     // candidates and nothing moves.
     let summary = m.root.path().join("summary.txt");
     std::fs::write(&summary, "C did the first half").unwrap();
-    let handed = m.root.path().join("calls-handover");
-    let h_script = m.root.path().join("codex-h");
-    std::fs::write(
-        &h_script,
-        format!(
-            "#!/bin/sh\nprintf '%s|' \"$@\" >> {}\necho >> {0}\n",
-            handed.display()
-        ),
-    )
-    .unwrap();
-    std::fs::set_permissions(&h_script, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let h_cmd = format!(
-        "{} queue --thread {{thread}} --message {{text}}",
-        h_script.display()
-    );
+    let (h_cmd, handed) = codex_recorder(m.root.path(), "codex-h");
     let handover = |session: Option<&str>| {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_hoop"));
         cmd.args(["bridge", "handover", "--to", "TC2", "--summary-file"])
