@@ -13,6 +13,7 @@ use std::process::ExitCode;
 use clap::{CommandFactory, Parser, Subcommand};
 
 mod cmd;
+mod early;
 
 #[derive(Parser)]
 #[command(
@@ -112,9 +113,10 @@ struct HookStatusCli {
 fn main() -> ExitCode {
     // Hooks first: no runtime, no subscriber, no config beyond their own,
     // and no parser beyond their own.
-    if std::env::args_os().nth(1).is_some_and(|a| a == "guard") {
-        let args = std::iter::once("hoop guard".into()).chain(std::env::args_os().skip(2));
-        return cmd::guard::run(GuardCli::parse_from(args).command);
+    // On Linux with glibc a guard command never gets here: `early` answers
+    // it before Rust's start-up. Elsewhere it is answered here, the same way.
+    if let Some(code) = early::guard(std::env::args_os()) {
+        return ExitCode::from(code);
     }
     if std::env::args_os()
         .nth(1)
@@ -147,7 +149,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     cmd::init_tracing();
     let result = match cli.command {
-        Command::Guard(c) => Ok(cmd::guard::run(c)),
+        Command::Guard(c) => Ok(ExitCode::from(cmd::guard::run(c))),
         Command::HookStatus(a) => Ok(cmd::hook_status::run(a)),
         Command::CardSnapshot => Ok(cmd::card_snapshot::run()),
         Command::Statusline => Ok(cmd::statusline::run()),

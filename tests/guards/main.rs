@@ -9,6 +9,8 @@ use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
 
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+mod before_main;
 mod real_cli;
 
 const HOOP: &str = env!("CARGO_BIN_EXE_hoop");
