@@ -25,11 +25,8 @@ jobs=${JOBS:-2}
 if [ -n "${HOOP_BIN:-}" ]; then
   hoop=$HOOP_BIN # a hoop binary built elsewhere (e.g. another revision)
 else
-  echo "== building hoop (release)" >&2
-  (cd "$repo" && cargo build --release --quiet --bin hoop)
-  target_dir=$(cd "$repo" && cargo metadata --format-version 1 --no-deps \
-    | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
-  hoop="$target_dir/release/hoop"
+  echo "== building hoop (release, scripts/build-release.sh)" >&2
+  hoop=$("$repo/scripts/build-release.sh")
 fi
 
 peer="$bench_dir/node_modules/.bin/cc-safety-net"

@@ -28,11 +28,10 @@ mkdir -p "$BENCH_DIR"
 export HOOP_ROOT=$BENCH_DIR/hoop-root
 
 echo "== building (release)"
-(cd "$REPO" && cargo build --release -q -p hoop --bin hoop \
-  && cargo build --release -q -p hoop-meter --example gen_corpus \
+HOOP=$("$REPO/scripts/build-release.sh")
+(cd "$REPO" && cargo build --release -q -p hoop-meter --example gen_corpus \
   && cargo build --release -q -p hoop --example usage_turn_bench)
 TARGET=$(cd "$REPO" && cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
-HOOP=$TARGET/release/hoop
 GEN=$TARGET/release/examples/gen_corpus
 TURN_BENCH=$TARGET/release/examples/usage_turn_bench
 
