@@ -5,7 +5,7 @@
 //!   the debounce (from the daemon's own log timestamps).
 //!
 //! Linux only (reads `/proc`). Run:
-//!   cargo build --release && HOOP_CLAUDE_BIN=$PWD/tests/node_modules/.bin/claude \
+//!   scripts/build-release.sh && HOOP_CLAUDE_BIN=$PWD/tests/node_modules/.bin/claude \
 //!     cargo run --release --example sentinel_bench [idle_secs]
 
 use std::path::PathBuf;
