@@ -49,6 +49,15 @@ const MAX_COMMAND_BYTES: usize = 512 * 1024;
 /// covers pipes inside quoted text.
 const MAX_PIPES: usize = 1000;
 
+/// Times one command line's lines may be split apart again after
+/// tree-sitter-bash joined two of them (see [`split_joined_line`]): each
+/// split turns one newline into `;` and parses the whole text again, so a
+/// real command needs one per pipeline of three or more stages followed by
+/// a line with `&&` or `||`, a handful at most. Past this the command is
+/// refused unchecked: 32 splits of such a script take about 14 ms in a
+/// debug build, well inside [`PARSE_BUDGET`].
+const MAX_LINE_SPLITS: usize = 32;
+
 /// Bytes of loop body a command line may have judged again, once per word
 /// of a `for v in WORDS` list (`for c in rm; do $c -rf src; done`: the body
 /// once with `c=rm`). Nested loops multiply (32 words in four levels is a
@@ -262,9 +271,29 @@ impl<'c> Analyser<'c> {
             }
         };
         let text = expanded.as_deref().unwrap_or(text);
-        let Some(tree) = self.parse(text) else {
+        let Some(mut tree) = self.parse(text) else {
             return;
         };
+        // A line the grammar joined to the one before is split again.
+        let mut split: Option<String> = None;
+        for round in 0.. {
+            let now = split.as_deref().unwrap_or(text);
+            let Some(again) = split_joined_line(tree.root_node(), now) else {
+                break;
+            };
+            if round == MAX_LINE_SPLITS {
+                self.unchecked = Some(format!(
+                    "more than {MAX_LINE_SPLITS} of its lines had to be split apart again"
+                ));
+                return;
+            }
+            let Some(t) = self.parse(&again) else {
+                return;
+            };
+            tree = t;
+            split = Some(again);
+        }
+        let text = split.as_deref().unwrap_or(text);
         let root = tree.root_node();
         // tree-sitter-bash loses the rest of a line after a heredoc start
         // when `;`, `&` or a redirection plus `|` follows it (`cat <<EOF;
@@ -850,6 +879,53 @@ pub(super) fn heredoc_word(b: &[u8], i: usize) -> (usize, bool) {
         j += 1;
     }
     (j, strip_tabs)
+}
+
+/// tree-sitter-bash (0.25) joins the next line to a pipeline of three or
+/// more stages when that line holds `&&` or `||`: `ls | grep x | head` then
+/// `rm -rf ~ && echo ok` on the next line parses `rm -rf ~` as words of
+/// `head` (tree-sitter/tree-sitter-bash#347), and nothing on it is judged.
+/// bash ends a simple command at every newline that is not escaped, so a
+/// simple command whose words are apart by one is always such a misreading.
+/// Returns the text with the first such newline turned into `;`, and the
+/// comments of that command into blanks (a `;` after `# note` would be
+/// part of the note); same length, so every offset holds. `None` when no
+/// simple command spans a line break.
+fn split_joined_line(root: Node<'_>, text: &str) -> Option<String> {
+    let b = text.as_bytes();
+    let mut cursor = root.walk();
+    let mut stack = vec![root];
+    while let Some(node) = stack.pop() {
+        if node.kind() == "command" {
+            let children: Vec<Node<'_>> = node.children(&mut cursor).collect();
+            for pair in children.windows(2) {
+                let gap = pair[0].end_byte()..pair[1].start_byte();
+                let newline = b.get(gap.clone()).and_then(|g| {
+                    g.iter()
+                        .enumerate()
+                        .find(|&(i, &c)| c == b'\n' && !escaped(b, gap.start + i))
+                        .map(|(i, _)| gap.start + i)
+                });
+                if let Some(at) = newline {
+                    let mut out = b.to_vec();
+                    for c in children.iter().filter(|c| c.kind() == "comment") {
+                        out[c.byte_range()].fill(b' ');
+                    }
+                    out[at] = b';';
+                    // Only ASCII bytes were replaced, by ASCII bytes.
+                    return String::from_utf8(out).ok();
+                }
+            }
+        }
+        stack.extend(node.children(&mut cursor));
+    }
+    None
+}
+
+/// Whether the byte at `at` follows an odd run of backslashes (a line
+/// continuation when it is a newline).
+fn escaped(b: &[u8], at: usize) -> bool {
+    b[..at].iter().rev().take_while(|&&c| c == b'\\').count() % 2 == 1
 }
 
 /// Prefix of the file name that stands for a lifted heredoc body
