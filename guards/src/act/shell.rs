@@ -893,6 +893,10 @@ pub(super) fn heredoc_word(b: &[u8], i: usize) -> (usize, bool) {
 /// simple command spans a line break.
 fn split_joined_line(root: Node<'_>, text: &str) -> Option<String> {
     let b = text.as_bytes();
+    // Most commands are one line: nothing to walk.
+    if !b.contains(&b'\n') {
+        return None;
+    }
     let mut cursor = root.walk();
     let mut stack = vec![root];
     while let Some(node) = stack.pop() {
