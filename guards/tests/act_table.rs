@@ -227,8 +227,9 @@ fn absurd_nesting_is_refused_unchecked_never_crashes() {
     assert!(matches!(act::check(&deep, &cfg), Verdict::Unchecked(_)));
     let ok = format!("{}ls", "eval ".repeat(3));
     assert_eq!(act::check(&ok, &cfg), Verdict::Allow);
-    // Every joined line is split apart again, up to a bound: 32 such pairs
-    // are followed (the last line's `rm` is judged), 33 are refused.
+    // Every misread line is repaired and parsed again, up to a bound: 32
+    // joined lines are followed (the last line's `rm` is judged), 33 are
+    // refused.
     let joined = |n: usize| {
         let pair = "ls | grep x | head\necho ok && ls\n";
         format!("{}rm -rf build && ls", pair.repeat(n))
@@ -238,7 +239,7 @@ fn absurd_nesting_is_refused_unchecked_never_crashes() {
         assert_eq!(verdict_name(&v).as_deref(), Some("rm"), "{n}");
     }
     match act::check(&joined(33), &cfg) {
-        Verdict::Unchecked(why) => assert!(why.contains("lines had to be split"), "{why}"),
+        Verdict::Unchecked(why) => assert!(why.contains("misread it more than"), "{why}"),
         v => panic!("{v:?}"),
     }
 }

@@ -49,14 +49,13 @@ const MAX_COMMAND_BYTES: usize = 512 * 1024;
 /// covers pipes inside quoted text.
 const MAX_PIPES: usize = 1000;
 
-/// Times one command line's lines may be split apart again after
-/// tree-sitter-bash joined two of them (see [`split_joined_line`]): each
-/// split turns one newline into `;` and parses the whole text again, so a
-/// real command needs one per pipeline of three or more stages followed by
-/// a line with `&&` or `||`, a handful at most. Past this the command is
-/// refused unchecked: 32 splits of such a script take about 14 ms in a
-/// debug build, well inside [`PARSE_BUDGET`].
-const MAX_LINE_SPLITS: usize = 32;
+/// Times one command line may be repaired and parsed again after
+/// tree-sitter-bash misread it (see [`repair_misreading`]): each repair
+/// fixes one joined line or one redirection and parses the whole text
+/// again, and a real command needs a handful at most. Past this the
+/// command is refused unchecked: 32 repairs of such a script take about
+/// 14 ms in a debug build, well inside [`PARSE_BUDGET`].
+const MAX_REPAIRS: usize = 32;
 
 /// Bytes of loop body a command line may have judged again, once per word
 /// of a `for v in WORDS` list (`for c in rm; do $c -rf src; done`: the body
@@ -271,29 +270,10 @@ impl<'c> Analyser<'c> {
             }
         };
         let text = expanded.as_deref().unwrap_or(text);
-        let Some(mut tree) = self.parse(text) else {
+        let Some((tree, repaired)) = self.parse_repaired(text) else {
             return;
         };
-        // A line the grammar joined to the one before is split again.
-        let mut split: Option<String> = None;
-        for round in 0.. {
-            let now = split.as_deref().unwrap_or(text);
-            let Some(again) = split_joined_line(tree.root_node(), now) else {
-                break;
-            };
-            if round == MAX_LINE_SPLITS {
-                self.unchecked = Some(format!(
-                    "more than {MAX_LINE_SPLITS} of its lines had to be split apart again"
-                ));
-                return;
-            }
-            let Some(t) = self.parse(&again) else {
-                return;
-            };
-            tree = t;
-            split = Some(again);
-        }
-        let text = split.as_deref().unwrap_or(text);
+        let text = repaired.as_deref().unwrap_or(text);
         let root = tree.root_node();
         // tree-sitter-bash loses the rest of a line after a heredoc start
         // when `;`, `&` or a redirection plus `|` follows it (`cat <<EOF;
@@ -303,9 +283,10 @@ impl<'c> Analyser<'c> {
             && text.contains("<<")
             && let Some((hoisted, lifted)) = hoist_heredocs(text, &mut self.heredocs)
         {
-            let Some(tree2) = self.parse(&hoisted) else {
+            let Some((tree2, repaired)) = self.parse_repaired(&hoisted) else {
                 return;
             };
+            let hoisted = repaired.unwrap_or(hoisted);
             if tree2.root_node().has_error() {
                 self.note_unparsed("the command is not valid shell syntax");
             }
@@ -334,6 +315,34 @@ impl<'c> Analyser<'c> {
         self.walk(root, text);
         self.cwd = saved;
         self.depth -= 1;
+    }
+
+    /// Parse `text`, then repair what the grammar misread in a tree it
+    /// found no error in ([`repair_misreading`]) and parse again; the
+    /// repaired text comes back with the tree when there was one. `None`
+    /// (and the reason noted) when no tree comes out or the repairs pass
+    /// [`MAX_REPAIRS`].
+    fn parse_repaired(&mut self, text: &str) -> Option<(tree_sitter::Tree, Option<String>)> {
+        let mut tree = self.parse(text)?;
+        let mut repaired: Option<String> = None;
+        for round in 0.. {
+            if tree.root_node().has_error() {
+                break;
+            }
+            let now = repaired.as_deref().unwrap_or(text);
+            let Some(again) = repair_misreading(tree.root_node(), now) else {
+                break;
+            };
+            if round == MAX_REPAIRS {
+                self.unchecked = Some(format!(
+                    "the shell parser misread it more than {MAX_REPAIRS} times"
+                ));
+                return None;
+            }
+            tree = self.parse(&again)?;
+            repaired = Some(again);
+        }
+        Some((tree, repaired))
     }
 
     /// Parse `text`; `None` (and the reason noted) when no tree comes out.
@@ -881,47 +890,75 @@ pub(super) fn heredoc_word(b: &[u8], i: usize) -> (usize, bool) {
     (j, strip_tabs)
 }
 
-/// tree-sitter-bash (0.25) joins the next line to a pipeline of three or
-/// more stages when that line holds `&&` or `||`: `ls | grep x | head` then
-/// `rm -rf ~ && echo ok` on the next line parses `rm -rf ~` as words of
-/// `head` (tree-sitter/tree-sitter-bash#347), and nothing on it is judged.
-/// bash ends a simple command at every newline that is not escaped, so a
-/// simple command whose words are apart by one is always such a misreading.
-/// Returns the text with the first such newline turned into `;`, and the
-/// comments of that command into blanks (a `;` after `# note` would be
-/// part of the note); same length, so every offset holds. `None` when no
-/// simple command spans a line break.
-fn split_joined_line(root: Node<'_>, text: &str) -> Option<String> {
+/// Two misreadings of tree-sitter-bash (0.25) that hide words bash runs,
+/// repaired in the text (same length, so every offset holds); `None` when
+/// the tree has neither.
+///
+/// - A line joined to a pipeline of three or more stages when it holds
+///   `&&` or `||`: `ls | grep x | head` then `rm -rf ~ && echo ok` on the
+///   next line parses `rm -rf ~` as words of `head`
+///   (tree-sitter/tree-sitter-bash#347). bash ends a simple command at
+///   every newline that is not escaped, so a simple command whose words are
+///   apart by one is always this misreading: the first such newline becomes
+///   `;`, and that command's comments blanks (a `;` after `# note` would be
+///   part of the note).
+/// - A redirection that swallows the words after its target: bash gives
+///   `>`, `<`, `2>`, `&>`, `>>` exactly one word, and the words after it
+///   stay the command's (`rm >/dev/null -rf build` runs `rm -rf build`);
+///   the grammar reads them as more targets (tree-sitter/tree-sitter-bash
+///   #233). The words move before the redirection.
+fn repair_misreading(root: Node<'_>, text: &str) -> Option<String> {
     let b = text.as_bytes();
-    // Most commands are one line: nothing to walk.
-    if !b.contains(&b'\n') {
+    // Most commands are one line without a redirection: nothing to walk.
+    if !b.iter().any(|&c| c == b'\n' || c == b'>' || c == b'<') {
         return None;
     }
     let mut cursor = root.walk();
     let mut stack = vec![root];
     while let Some(node) = stack.pop() {
-        if node.kind() == "command" {
-            let children: Vec<Node<'_>> = node.children(&mut cursor).collect();
-            for pair in children.windows(2) {
-                let gap = pair[0].end_byte()..pair[1].start_byte();
-                let newline = b.get(gap.clone()).and_then(|g| {
-                    g.iter()
-                        .enumerate()
-                        .find(|&(i, &c)| c == b'\n' && !escaped(b, gap.start + i))
-                        .map(|(i, _)| gap.start + i)
-                });
-                if let Some(at) = newline {
-                    let mut out = b.to_vec();
-                    for c in children.iter().filter(|c| c.kind() == "comment") {
-                        out[c.byte_range()].fill(b' ');
+        let children: Vec<Node<'_>> = node.children(&mut cursor).collect();
+        match node.kind() {
+            "command" => {
+                for pair in children.windows(2) {
+                    let gap = pair[0].end_byte()..pair[1].start_byte();
+                    let newline = b.get(gap.clone()).and_then(|g| {
+                        g.iter()
+                            .enumerate()
+                            .find(|&(i, &c)| c == b'\n' && !escaped(b, gap.start + i))
+                            .map(|(i, _)| gap.start + i)
+                    });
+                    if let Some(at) = newline {
+                        let mut out = b.to_vec();
+                        for c in children.iter().filter(|c| c.kind() == "comment") {
+                            out[c.byte_range()].fill(b' ');
+                        }
+                        out[at] = b';';
+                        // Only ASCII bytes were replaced, by ASCII bytes.
+                        return String::from_utf8(out).ok();
                     }
-                    out[at] = b';';
-                    // Only ASCII bytes were replaced, by ASCII bytes.
+                }
+            }
+            "file_redirect" => {
+                let targets: Vec<Node<'_>> = node
+                    .children_by_field_name("destination", &mut cursor)
+                    .collect();
+                if let [first, second, .., last] | [first, second @ last] = targets[..] {
+                    // `>/dev/null` + ` ` + `-rf build` → `-rf build` + ` ` + `>/dev/null`
+                    let redirect = node.start_byte()..first.end_byte();
+                    let blank = first.end_byte()..second.start_byte();
+                    let words = second.start_byte()..last.end_byte();
+                    let mut out = b[..redirect.start].to_vec();
+                    out.extend_from_slice(&b[words.clone()]);
+                    out.extend_from_slice(&b[blank]);
+                    out.extend_from_slice(&b[redirect]);
+                    out.extend_from_slice(&b[words.end..]);
+                    // Whole nodes were moved: every cut is at a char boundary.
                     return String::from_utf8(out).ok();
                 }
             }
+            _ => {}
         }
-        stack.extend(node.children(&mut cursor));
+        stack.extend(children);
     }
     None
 }
