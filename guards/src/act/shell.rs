@@ -330,8 +330,13 @@ impl<'c> Analyser<'c> {
                 break;
             }
             let now = repaired.as_deref().unwrap_or(text);
-            let Some(again) = repair_misreading(tree.root_node(), now) else {
-                break;
+            let again = match repair_misreading(tree.root_node(), now) {
+                None => break,
+                Some(Misreading::Repaired(again)) => again,
+                Some(Misreading::Unrepairable(why)) => {
+                    self.unchecked = Some(format!("the shell parser misread it: {why}"));
+                    return None;
+                }
             };
             if round == MAX_REPAIRS {
                 self.unchecked = Some(format!(
@@ -890,9 +895,18 @@ pub(super) fn heredoc_word(b: &[u8], i: usize) -> (usize, bool) {
     (j, strip_tabs)
 }
 
-/// Two misreadings of tree-sitter-bash (0.25) that hide words bash runs,
+/// What [`repair_misreading`] found.
+enum Misreading {
+    /// The text with one misreading repaired (same length).
+    Repaired(String),
+    /// A misreading no change of the text is known to repair: the command is
+    /// refused unchecked, with this reason.
+    Unrepairable(&'static str),
+}
+
+/// Misreadings of tree-sitter-bash (0.25) that hide words bash runs,
 /// repaired in the text (same length, so every offset holds); `None` when
-/// the tree has neither.
+/// the tree has none.
 ///
 /// - A line joined to a pipeline of three or more stages when it holds
 ///   `&&` or `||`: `ls | grep x | head` then `rm -rf ~ && echo ok` on the
@@ -907,10 +921,17 @@ pub(super) fn heredoc_word(b: &[u8], i: usize) -> (usize, bool) {
 ///   stay the command's (`rm >/dev/null -rf build` runs `rm -rf build`);
 ///   the grammar reads them as more targets (tree-sitter/tree-sitter-bash
 ///   #233). The words move before the redirection.
-fn repair_misreading(root: Node<'_>, text: &str) -> Option<String> {
+/// - A backtick substitution inside another, which bash never reads (an
+///   inner backtick closes the outer one unless escaped): a substitution
+///   opened with a blank on a later line (`` x=`date` `` then `` rm -rf `
+///   echo build` ``) is read as one running from the first backtick to the
+///   last, and the second line's `rm` loses its target
+///   (tree-sitter/tree-sitter-bash#278). Not repaired: refused unchecked.
+fn repair_misreading(root: Node<'_>, text: &str) -> Option<Misreading> {
     let b = text.as_bytes();
-    // Most commands are one line without a redirection: nothing to walk.
-    if !b.iter().any(|&c| c == b'\n' || c == b'>' || c == b'<') {
+    // Most commands are one line without a redirection or a backtick:
+    // nothing to walk.
+    if !b.iter().any(|&c| matches!(c, b'\n' | b'>' | b'<' | b'`')) {
         return None;
     }
     let mut cursor = root.walk();
@@ -934,7 +955,7 @@ fn repair_misreading(root: Node<'_>, text: &str) -> Option<String> {
                         }
                         out[at] = b';';
                         // Only ASCII bytes were replaced, by ASCII bytes.
-                        return String::from_utf8(out).ok();
+                        return String::from_utf8(out).ok().map(Misreading::Repaired);
                     }
                 }
             }
@@ -943,17 +964,37 @@ fn repair_misreading(root: Node<'_>, text: &str) -> Option<String> {
                     .children_by_field_name("destination", &mut cursor)
                     .collect();
                 if let [first, second, .., last] | [first, second @ last] = targets[..] {
-                    // `>/dev/null` + ` ` + `-rf build` → `-rf build` + ` ` + `>/dev/null`
                     let redirect = node.start_byte()..first.end_byte();
                     let blank = first.end_byte()..second.start_byte();
                     let words = second.start_byte()..last.end_byte();
                     let mut out = b[..redirect.start].to_vec();
-                    out.extend_from_slice(&b[words.clone()]);
-                    out.extend_from_slice(&b[blank]);
-                    out.extend_from_slice(&b[redirect]);
+                    if redirect.start == 0 || b[redirect.start - 1].is_ascii_whitespace() {
+                        // `rm >/dev/null -rf build` → `rm -rf build >/dev/null`
+                        out.extend_from_slice(&b[words.clone()]);
+                        out.extend_from_slice(&b[blank]);
+                        out.extend_from_slice(&b[redirect]);
+                    } else {
+                        // `rm {fd}>x -rf build` → `rm {fd} -rf build>x`: the
+                        // blank keeps the moved words apart from what was
+                        // glued to the redirection.
+                        out.extend_from_slice(&b[blank]);
+                        out.extend_from_slice(&b[words.clone()]);
+                        out.extend_from_slice(&b[redirect]);
+                    }
                     out.extend_from_slice(&b[words.end..]);
                     // Whole nodes were moved: every cut is at a char boundary.
-                    return String::from_utf8(out).ok();
+                    return String::from_utf8(out).ok().map(Misreading::Repaired);
+                }
+            }
+            "command_substitution" if is_backtick(node) => {
+                let mut inner: Vec<Node<'_>> = children.clone();
+                while let Some(n) = inner.pop() {
+                    if n.kind() == "command_substitution" && is_backtick(n) {
+                        return Some(Misreading::Unrepairable(
+                            "a backtick substitution inside another",
+                        ));
+                    }
+                    inner.extend(n.children(&mut cursor));
                 }
             }
             _ => {}
@@ -961,6 +1002,11 @@ fn repair_misreading(root: Node<'_>, text: &str) -> Option<String> {
         stack.extend(children);
     }
     None
+}
+
+/// Whether `node` (a command substitution) is the backtick form.
+fn is_backtick(node: Node<'_>) -> bool {
+    node.child(0).is_some_and(|c| c.kind() == "`")
 }
 
 /// Whether the byte at `at` follows an odd run of backslashes (a line
