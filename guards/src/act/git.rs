@@ -31,7 +31,7 @@ pub(super) fn verdict(a: &Analyser<'_>, argv: &[Word], hits: &mut Vec<Hit>) {
         rest.iter().take_while(|w| w.text != "--").any(|w| {
             let t = w.text.as_str();
             long.contains(&t)
-                || longopt::meaning(t, table)
+                || longopt::meaning_in(t, table)
                     .is_some_and(|m| long.iter().any(|l| l.strip_prefix("--") == Some(m)))
                 || (t.starts_with('-') && !t.starts_with("--") && t[1..].contains(short))
         })
@@ -435,112 +435,77 @@ const GIT_PUSH_LONG: &[(&str, &str)] = &[
     ("verbose", "-"),
 ];
 
-/// `git checkout`: `--force` throws local changes away.
-const GIT_CHECKOUT_LONG: &[(&str, &str)] = &[
-    ("guess", "-"),
-    ("overlay", "-"),
+// git's checkout, switch and restore share groups of options (its
+// builtin/checkout.c adds them group by group); each group is written once.
+
+/// Options of `git checkout`, `switch` and `restore` alike.
+const GIT_CHECKOUT_COMMON_LONG: &[(&str, &str)] = &[
     ("quiet", "-"),
     ("recurse-submodules", "-"),
     ("progress", "-"),
     ("merge", "-"),
     ("conflict", "-"),
+    ("no-quiet", "-"),
+    ("no-recurse-submodules", "-"),
+    ("no-progress", "-"),
+    ("no-merge", "-"),
+    ("no-conflict", "-"),
+];
+/// Options of `git checkout` and `switch`, which change the branch:
+/// `--force` throws local changes away.
+const GIT_SWITCH_BRANCH_LONG: &[(&str, &str)] = &[
+    ("guess", "-"),
     ("detach", "-"),
     ("track", "-"),
     ("force", "force"),
     ("orphan", "-"),
     ("overwrite-ignore", "-"),
     ("ignore-other-worktrees", "-"),
+    ("no-guess", "-"),
+    ("no-detach", "-"),
+    ("no-track", "-"),
+    ("no-force", "-"),
+    ("no-orphan", "-"),
+    ("no-overwrite-ignore", "-"),
+    ("no-ignore-other-worktrees", "-"),
+];
+/// Options of `git checkout` and `restore`, which write paths.
+const GIT_CHECKOUT_PATHS_LONG: &[(&str, &str)] = &[
+    ("overlay", "-"),
     ("ours", "-"),
     ("theirs", "-"),
     ("patch", "-"),
     ("ignore-skip-worktree-bits", "-"),
     ("pathspec-from-file", "-"),
     ("pathspec-file-nul", "-"),
-    ("no-guess", "-"),
     ("no-overlay", "-"),
-    ("no-quiet", "-"),
-    ("no-recurse-submodules", "-"),
-    ("no-progress", "-"),
-    ("no-merge", "-"),
-    ("no-conflict", "-"),
-    ("no-detach", "-"),
-    ("no-track", "-"),
-    ("no-force", "-"),
-    ("no-orphan", "-"),
-    ("no-overwrite-ignore", "-"),
-    ("no-ignore-other-worktrees", "-"),
     ("no-patch", "-"),
     ("no-ignore-skip-worktree-bits", "-"),
     ("no-pathspec-from-file", "-"),
     ("no-pathspec-file-nul", "-"),
 ];
-/// `git switch`: `--discard-changes` and its alias `--force` throw local
-/// changes away (`--forc` is ambiguous with `--force-create`: git refuses it).
-const GIT_SWITCH_LONG: &[(&str, &str)] = &[
+/// `git switch` alone: `--discard-changes` and its alias `--force` throw
+/// local changes away (`--forc` is ambiguous with `--force-create`: git
+/// refuses it).
+const GIT_SWITCH_ONLY_LONG: &[(&str, &str)] = &[
     ("create", "-"),
     ("force-create", "-"),
-    ("guess", "-"),
     ("discard-changes", "discard-changes"),
-    ("quiet", "-"),
-    ("recurse-submodules", "-"),
-    ("progress", "-"),
-    ("merge", "-"),
-    ("conflict", "-"),
-    ("detach", "-"),
-    ("track", "-"),
-    ("force", "force"),
-    ("orphan", "-"),
-    ("overwrite-ignore", "-"),
-    ("ignore-other-worktrees", "-"),
     ("no-create", "-"),
     ("no-force-create", "-"),
-    ("no-guess", "-"),
     ("no-discard-changes", "-"),
-    ("no-quiet", "-"),
-    ("no-recurse-submodules", "-"),
-    ("no-progress", "-"),
-    ("no-merge", "-"),
-    ("no-conflict", "-"),
-    ("no-detach", "-"),
-    ("no-track", "-"),
-    ("no-force", "-"),
-    ("no-orphan", "-"),
-    ("no-overwrite-ignore", "-"),
-    ("no-ignore-other-worktrees", "-"),
 ];
-/// `git restore`: without `--staged`, or with `--worktree`, it overwrites
-/// the work tree.
-const GIT_RESTORE_LONG: &[(&str, &str)] = &[
+/// `git restore` alone: without `--staged`, or with `--worktree`, it
+/// overwrites the work tree.
+const GIT_RESTORE_ONLY_LONG: &[(&str, &str)] = &[
     ("source", "-"),
     ("staged", "staged"),
     ("worktree", "worktree"),
     ("ignore-unmerged", "-"),
-    ("overlay", "-"),
-    ("quiet", "-"),
-    ("recurse-submodules", "-"),
-    ("progress", "-"),
-    ("merge", "-"),
-    ("conflict", "-"),
-    ("ours", "-"),
-    ("theirs", "-"),
-    ("patch", "-"),
-    ("ignore-skip-worktree-bits", "-"),
-    ("pathspec-from-file", "-"),
-    ("pathspec-file-nul", "-"),
     ("no-source", "-"),
     ("no-staged", "-"),
     ("no-worktree", "-"),
     ("no-ignore-unmerged", "-"),
-    ("no-overlay", "-"),
-    ("no-quiet", "-"),
-    ("no-recurse-submodules", "-"),
-    ("no-progress", "-"),
-    ("no-merge", "-"),
-    ("no-conflict", "-"),
-    ("no-patch", "-"),
-    ("no-ignore-skip-worktree-bits", "-"),
-    ("no-pathspec-from-file", "-"),
-    ("no-pathspec-file-nul", "-"),
 ];
 /// `git branch`: `--delete --force` (`-D`) deletes unmerged work.
 const GIT_BRANCH_LONG: &[(&str, &str)] = &[
@@ -600,17 +565,31 @@ const GIT_BRANCH_LONG: &[(&str, &str)] = &[
     ("no-format", "-"),
 ];
 
-/// The long options held for a git subcommand (empty: exact names only).
-fn git_long_options(sub: &str) -> &'static [(&'static str, &'static str)] {
+/// The long options held for a git subcommand, in parts that make one
+/// list (empty: exact names only).
+type LongParts = &'static [&'static [(&'static str, &'static str)]];
+fn git_long_options(sub: &str) -> LongParts {
     match sub {
-        "reset" => GIT_RESET_LONG,
-        "clean" => GIT_CLEAN_LONG,
-        "add" | "stage" => GIT_ADD_LONG,
-        "push" => GIT_PUSH_LONG,
-        "checkout" => GIT_CHECKOUT_LONG,
-        "switch" => GIT_SWITCH_LONG,
-        "restore" => GIT_RESTORE_LONG,
-        "branch" => GIT_BRANCH_LONG,
+        "reset" => &[GIT_RESET_LONG],
+        "clean" => &[GIT_CLEAN_LONG],
+        "add" | "stage" => &[GIT_ADD_LONG],
+        "push" => &[GIT_PUSH_LONG],
+        "checkout" => &[
+            GIT_CHECKOUT_COMMON_LONG,
+            GIT_SWITCH_BRANCH_LONG,
+            GIT_CHECKOUT_PATHS_LONG,
+        ],
+        "switch" => &[
+            GIT_CHECKOUT_COMMON_LONG,
+            GIT_SWITCH_BRANCH_LONG,
+            GIT_SWITCH_ONLY_LONG,
+        ],
+        "restore" => &[
+            GIT_CHECKOUT_COMMON_LONG,
+            GIT_CHECKOUT_PATHS_LONG,
+            GIT_RESTORE_ONLY_LONG,
+        ],
+        "branch" => &[GIT_BRANCH_LONG],
         _ => &[],
     }
 }

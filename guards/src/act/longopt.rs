@@ -16,12 +16,20 @@
 /// meaning shared by every option it is a prefix of; `None` for a short
 /// option, `--` itself, an unknown name or an ambiguous prefix.
 pub(super) fn meaning<T: Copy + PartialEq>(arg: &str, table: &[(&str, T)]) -> Option<T> {
+    meaning_in(arg, &[table])
+}
+
+/// [`meaning`] over a list held in parts (git's subcommands share groups
+/// of options: `checkout` is the common ones, the branch-switching ones
+/// and the path ones); the parts are one list.
+pub(super) fn meaning_in<T: Copy + PartialEq>(arg: &str, parts: &[&[(&str, T)]]) -> Option<T> {
     let name = name(arg)?;
-    if let Some((_, m)) = table.iter().find(|(n, _)| *n == name) {
+    let table = || parts.iter().flat_map(|p| p.iter());
+    if let Some((_, m)) = table().find(|(n, _)| *n == name) {
         return Some(*m);
     }
     let mut found: Option<T> = None;
-    for (n, m) in table {
+    for (n, m) in table() {
         if n.starts_with(name) {
             match found {
                 None => found = Some(*m),
@@ -81,6 +89,32 @@ mod tests {
         assert_eq!(meaning("--", PUSH), None);
         assert_eq!(meaning("-f", PUSH), None);
         assert_eq!(meaning("--forcex", PUSH), None);
+    }
+
+    #[test]
+    fn a_list_in_parts_reads_as_one() {
+        // Every way of cutting PUSH in two gives the whole list's answers:
+        // an exact name in one part beats prefixes in the other, and a
+        // prefix ambiguous across the cut stays ambiguous.
+        for cut in 0..=PUSH.len() {
+            let parts: &[&[(&str, M)]] = &[&PUSH[..cut], &PUSH[cut..]];
+            for arg in [
+                "--dry",
+                "--force",
+                "--forc",
+                "--force-w=main",
+                "--follow",
+                "--fo",
+                "--f",
+                "--forcex",
+            ] {
+                assert_eq!(
+                    meaning_in(arg, parts),
+                    meaning(arg, PUSH),
+                    "{arg} cut at {cut}"
+                );
+            }
+        }
     }
 
     #[test]
