@@ -935,9 +935,17 @@ fn repair_misreading(root: Node<'_>, text: &str) -> Option<Misreading> {
         return None;
     }
     let mut cursor = root.walk();
-    let mut stack = vec![root];
-    while let Some(node) = stack.pop() {
+    // Each node with whether a backtick substitution encloses it.
+    let mut stack = vec![(root, false)];
+    while let Some((node, in_backticks)) = stack.pop() {
         let children: Vec<Node<'_>> = node.children(&mut cursor).collect();
+        let backticks =
+            node.kind() == "command_substitution" && node.child(0).is_some_and(|c| c.kind() == "`");
+        if backticks && in_backticks {
+            return Some(Misreading::Unrepairable(
+                "a backtick substitution inside another",
+            ));
+        }
         match node.kind() {
             "command" => {
                 for pair in children.windows(2) {
@@ -986,27 +994,12 @@ fn repair_misreading(root: Node<'_>, text: &str) -> Option<Misreading> {
                     return String::from_utf8(out).ok().map(Misreading::Repaired);
                 }
             }
-            "command_substitution" if is_backtick(node) => {
-                let mut inner: Vec<Node<'_>> = children.clone();
-                while let Some(n) = inner.pop() {
-                    if n.kind() == "command_substitution" && is_backtick(n) {
-                        return Some(Misreading::Unrepairable(
-                            "a backtick substitution inside another",
-                        ));
-                    }
-                    inner.extend(n.children(&mut cursor));
-                }
-            }
             _ => {}
         }
-        stack.extend(children);
+        let in_backticks = in_backticks || backticks;
+        stack.extend(children.into_iter().map(|c| (c, in_backticks)));
     }
     None
-}
-
-/// Whether `node` (a command substitution) is the backtick form.
-fn is_backtick(node: Node<'_>) -> bool {
-    node.child(0).is_some_and(|c| c.kind() == "`")
 }
 
 /// Whether the byte at `at` follows an odd run of backslashes (a line
