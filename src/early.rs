@@ -37,7 +37,7 @@ pub fn guard(mut args: impl Iterator<Item = OsString>) -> Option<u8> {
 
 #[cfg(all(target_os = "linux", target_env = "gnu", not(test)))]
 mod before_main {
-    use std::ffi::{CStr, OsString, c_char, c_int};
+    use std::ffi::{CStr, OsStr, OsString, c_char, c_int};
     use std::os::unix::ffi::OsStrExt;
 
     /// Answers a guard command and exits; returns for anything else.
@@ -51,16 +51,12 @@ mod before_main {
         }
         // SAFETY: glibc passes the process's own argv: `argc` valid,
         // NUL-terminated strings that live as long as the process.
-        let args: Vec<OsString> = (0..argc as usize)
-            .map(|i| unsafe {
-                OsString::from(std::ffi::OsStr::from_bytes(
-                    CStr::from_ptr(*argv.add(i)).to_bytes(),
-                ))
-            })
-            .collect();
-        if args.get(1).is_none_or(|a| a != "guard") {
+        let arg = |i: usize| unsafe { CStr::from_ptr(*argv.add(i)) };
+        // Every other command (the daemon too) returns without allocating.
+        if arg(1) != c"guard" {
             return;
         }
+        let args = (0..argc as usize).map(|i| OsString::from(OsStr::from_bytes(arg(i).to_bytes())));
         // As Rust's start-up would: a reader that went away is an error
         // on write, not a signal that kills the hook mid-answer.
         // SAFETY: setting a signal's disposition to ignore runs no code.
@@ -70,7 +66,7 @@ mod before_main {
                 nix::sys::signal::SigHandler::SigIgn,
             );
         }
-        if let Some(code) = super::guard(args.into_iter()) {
+        if let Some(code) = super::guard(args) {
             // Flushes Rust's stdout, then exits through libc.
             std::process::exit(i32::from(code));
         }
