@@ -238,6 +238,11 @@ fn absurd_nesting_is_refused_unchecked_never_crashes() {
         let v = act::check(&joined(n), &cfg);
         assert_eq!(verdict_name(&v).as_deref(), Some("rm"), "{n}");
     }
+    // A misreading with no repair says what reads right instead.
+    match act::check("x=`date`\nrm -rf ` echo build`", &cfg) {
+        Verdict::Unchecked(why) => assert!(why.contains("`$(…)` in place of backticks"), "{why}"),
+        v => panic!("{v:?}"),
+    }
     match act::check(&joined(33), &cfg) {
         Verdict::Unchecked(why) => assert!(why.contains("misread it more than"), "{why}"),
         v => panic!("{v:?}"),

@@ -943,7 +943,7 @@ fn repair_misreading(root: Node<'_>, text: &str) -> Option<Misreading> {
             node.kind() == "command_substitution" && node.child(0).is_some_and(|c| c.kind() == "`");
         if backticks && in_backticks {
             return Some(Misreading::Unrepairable(
-                "a backtick substitution inside another",
+                "a backtick substitution inside another; `$(…)` in place of backticks reads right",
             ));
         }
         match node.kind() {
